@@ -1,0 +1,165 @@
+"""Frozen result types shared by every sampler and estimator."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .exceptions import LabelwiseError
+
+__all__ = ["Estimate", "Selection"]
+
+SELECTION_FORMAT = 1
+
+
+def _readonly(a: NDArray[Any]) -> NDArray[Any]:
+    a = np.array(a, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class Selection:
+    """Which rows of the operational pile to label, in selection order.
+
+    Attributes
+    ----------
+    indices:
+        Row indices into the pile (int64, read-only), in the order they were selected.
+        For sequential methods (SRS, CES) every prefix is itself a valid selection.
+    method:
+        ``"srs"``, ``"css"``, ``"ces"``, ...
+    population_size:
+        N, the number of rows in the pile.
+    params:
+        The method's parameters, as passed (JSON-serialisable).
+    strata:
+        For stratified methods, the stratum of each selected row (aligned with ``indices``).
+    stratum_sizes:
+        For stratified methods, N_h for every stratum h.
+    rng_state:
+        The random generator's state after selection, so :func:`labelwise.extend` continues
+        the same random stream (reproducible extension).
+    diagnostics:
+        Method-specific numbers worth keeping (e.g. CES objective values after each step).
+    """
+
+    indices: NDArray[np.int64]
+    method: str
+    population_size: int
+    params: Mapping[str, Any] = field(default_factory=dict)
+    strata: NDArray[np.int64] | None = None
+    stratum_sizes: tuple[int, ...] | None = None
+    rng_state: Mapping[str, Any] | None = None
+    diagnostics: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        idx = np.asarray(self.indices)
+        if idx.ndim != 1 or idx.dtype.kind not in "iu":
+            raise LabelwiseError(f"indices must be a 1-D integer array, got shape {idx.shape}")
+        object.__setattr__(self, "indices", _readonly(idx.astype(np.int64)))
+        if self.strata is not None:
+            st = np.asarray(self.strata, dtype=np.int64)
+            if st.shape != idx.shape:
+                raise LabelwiseError("strata must align with indices")
+            object.__setattr__(self, "strata", _readonly(st))
+        if self.stratum_sizes is not None:
+            object.__setattr__(self, "stratum_sizes", tuple(int(s) for s in self.stratum_sizes))
+
+    def __len__(self) -> int:
+        return int(self.indices.size)
+
+    @property
+    def budget(self) -> int:
+        return int(self.indices.size)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict holding everything needed to estimate and to extend."""
+        return {
+            "format": SELECTION_FORMAT,
+            "method": self.method,
+            "population_size": self.population_size,
+            "budget": self.budget,
+            "params": dict(self.params),
+            "indices": self.indices.tolist(),
+            "strata": None if self.strata is None else self.strata.tolist(),
+            "stratum_sizes": None if self.stratum_sizes is None else list(self.stratum_sizes),
+            "rng_state": None if self.rng_state is None else _jsonable(self.rng_state),
+            "diagnostics": _jsonable(self.diagnostics),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Selection:
+        try:
+            if d.get("format") != SELECTION_FORMAT:
+                raise LabelwiseError(
+                    f"selection format must be {SELECTION_FORMAT}, got {d.get('format')!r}"
+                )
+            return cls(
+                indices=np.asarray(d["indices"], dtype=np.int64),
+                method=str(d["method"]),
+                population_size=int(d["population_size"]),
+                params=dict(d.get("params") or {}),
+                strata=None if d.get("strata") is None else np.asarray(d["strata"], dtype=np.int64),
+                stratum_sizes=None if d.get("stratum_sizes") is None else tuple(d["stratum_sizes"]),
+                rng_state=d.get("rng_state"),
+                diagnostics=dict(d.get("diagnostics") or {}),
+            )
+        except (KeyError, TypeError) as exc:
+            raise LabelwiseError(f"selection is missing or has a malformed field: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its uncertainty.
+
+    ``value`` is the model's accuracy (classification) or 1-MSE (regression) on the whole pile,
+    estimated from ``n_labelled`` labels; ``[ci_low, ci_high]`` is a ``confidence`` interval.
+    """
+
+    value: float
+    std_error: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    n_labelled: int
+    method: str
+    metric: str = "accuracy"
+    interval: str = ""
+    population_size: int | None = None
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "std_error": self.std_error,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "confidence": self.confidence,
+            "n_labelled": self.n_labelled,
+            "method": self.method,
+            "metric": self.metric,
+            "interval": self.interval,
+            "population_size": self.population_size,
+            "notes": list(self.notes),
+        }
+
+
+def _jsonable(obj: Any) -> Any:
+    """Convert NumPy scalars/arrays inside nested containers to plain Python for JSON."""
+    return json.loads(json.dumps(obj, default=_default))
+
+
+def _default(o: Any) -> Any:
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON-serialisable: {type(o).__name__}")

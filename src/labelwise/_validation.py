@@ -1,0 +1,126 @@
+"""Shared input checks: one place, one message style (``<argument> must ..., got ...``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .exceptions import LabelwiseError
+
+RNGLike = int | np.random.Generator | np.random.SeedSequence | None
+
+
+def check_rng(rng: Any) -> np.random.Generator:
+    """A ``numpy.random.Generator`` from a seed, a Generator or None (fresh entropy)."""
+    if isinstance(rng, np.random.RandomState):
+        raise LabelwiseError(
+            "rng must be an int seed or numpy.random.Generator, got a legacy RandomState"
+        )
+    if isinstance(rng, bool) or not (
+        rng is None
+        or isinstance(rng, int | np.integer | np.random.Generator | np.random.SeedSequence)
+    ):
+        raise LabelwiseError(f"rng must be an int seed or numpy.random.Generator, got {rng!r}")
+    return np.random.default_rng(rng)
+
+
+def check_budget(
+    budget: Any, population_size: int, *, name: str = "budget", minimum: int = 1
+) -> int:
+    """An integer in ``[minimum, population_size]``."""
+    if isinstance(budget, bool) or not isinstance(budget, int | np.integer):
+        raise LabelwiseError(f"{name} must be an integer, got {budget!r}")
+    budget = int(budget)
+    if budget < minimum or budget > population_size:
+        raise LabelwiseError(
+            f"{name} must be in [{minimum}, {population_size}] "
+            f"(the population has {population_size} rows), got {budget}"
+        )
+    return budget
+
+
+def check_int(value: Any, name: str, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise LabelwiseError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise LabelwiseError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def check_probability(value: Any, name: str, *, open_low: bool = True) -> float:
+    """A float in (0, 1) (or [0, 1) when ``open_low`` is False)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise LabelwiseError(f"{name} must be a number in (0, 1), got {value!r}") from None
+    low_ok = v > 0 if open_low else v >= 0
+    if not (low_ok and v < 1):
+        raise LabelwiseError(f"{name} must be in (0, 1), got {value!r}")
+    return v
+
+
+def check_numeric_array(
+    x: ArrayLike, name: str, *, ndim: int | Sequence[int], min_rows: int = 1
+) -> NDArray[Any]:
+    """A numeric array of the given rank (no copy for arrays, memmaps included)."""
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as exc:
+        raise LabelwiseError(f"{name} must be a numeric array: {exc}") from None
+    ndims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+    if arr.ndim not in ndims:
+        want = " or ".join(f"{d}-D" for d in ndims)
+        raise LabelwiseError(f"{name} must be {want}, got shape {arr.shape}")
+    if arr.dtype.kind not in "biuf":
+        raise LabelwiseError(f"{name} must hold numbers, got dtype {arr.dtype}")
+    if arr.shape[0] < min_rows:
+        raise LabelwiseError(f"{name} must have at least {min_rows} row(s), got {arr.shape[0]}")
+    return arr
+
+
+def check_finite_array(
+    x: ArrayLike, name: str, *, ndim: int | Sequence[int], min_rows: int = 1
+) -> NDArray[Any]:
+    """A numeric array of the given rank with no NaN or infinity."""
+    arr = check_numeric_array(x, name, ndim=ndim, min_rows=min_rows)
+    if arr.dtype.kind == "f" and arr.size:
+        raise_if_nonfinite(arr, name)
+    return arr
+
+
+def raise_if_nonfinite(arr: NDArray[Any], name: str) -> None:
+    bad = _first_nonfinite(arr)
+    if bad is not None:
+        raise LabelwiseError(
+            f"{name} must be finite, found NaN or infinity at row {bad} "
+            "(drop or impute those rows first)"
+        )
+
+
+def _first_nonfinite(arr: NDArray[Any], chunk: int = 1 << 22) -> int | None:
+    """Row of the first NaN/inf, scanning in chunks so big arrays are not copied whole."""
+    flat_rows = arr.reshape(arr.shape[0], -1)
+    rows_per_chunk = max(1, chunk // max(1, flat_rows.shape[1]))
+    for start in range(0, flat_rows.shape[0], rows_per_chunk):
+        block = flat_rows[start : start + rows_per_chunk]
+        ok = np.isfinite(block)
+        if not ok.all():
+            return start + int(np.argwhere(~ok)[0][0])
+    return None
+
+
+def check_confidence(confidence: Any) -> float:
+    return check_probability(confidence, "confidence")
+
+
+def check_scores(scores: ArrayLike, name: str = "scores") -> NDArray[np.float64]:
+    """Per-sample scores H as a 1-D float64 array with at least one element."""
+    return np.asarray(check_finite_array(scores, name, ndim=1, min_rows=1), dtype=np.float64)
+
+
+def is_binary(scores: NDArray[Any]) -> bool:
+    """True when every score is 0 or 1 (a classification correctness indicator)."""
+    return bool(np.all((scores == 0) | (scores == 1)))

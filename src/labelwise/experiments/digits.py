@@ -1,0 +1,582 @@
+"""Operational contexts on scikit-learn's 8x8 digits.
+
+The CES paper (Li et al., "Boosting Operational DNN Testing Efficiency through
+Conditioning", FSE 2019, Table 1) builds operational contexts by shifting the test inputs
+("patch", "light", "resolution") or by training a "mutant" model on swapped labels. This
+module reproduces those contexts on the 1797 bundled digits so that they run in seconds
+on a laptop CPU and never download anything.
+
+NumPy-only shift functions (no framework needed), on images shaped ``(N, H, W)`` with
+values in ``[0, 1]``; each returns a new ``float32`` array and never mutates its input:
+
+* :func:`occlude` -- black rectangles at random positions ("patch", DeepXplore-style);
+* :func:`relight` -- brightness/contrast change, clipped to ``[0, 1]`` ("light");
+* :func:`lower_resolution` -- block averaging then upsampling ("resolution");
+* :func:`swap_labels` -- swapped training labels for mutants (e.g. ``8 <-> 0``);
+* :func:`apply_shift` -- dispatch by shift name.
+
+PyTorch parts (``pip install 'labelwise[torch]'``; torch is imported lazily, so importing
+this module never imports torch):
+
+* ``DigitsCNN`` -- a LeNet-style CNN for ``1x8x8`` inputs whose last hidden representation
+  (input of the last ``Linear``) has 64 neurons. It is created on first attribute access
+  (``from labelwise.experiments.digits import DigitsCNN``), which imports torch;
+* :func:`train_digits_cnn` -- deterministic Adam training (about 1 s on 2 CPU cores);
+* :func:`digits_context` -- split, train, shift and run the model once, returning a
+  :class:`DigitsContext` with activations, probabilities and predictions.
+
+Measured with the defaults (``train_fraction=0.5``, ``seed=0``, ``epochs=30``; 899
+training and 898 operational digits, about 1 s per context on 2 CPU cores), operational
+accuracy of the CNN:
+
+=============================  ========
+context                        accuracy
+=============================  ========
+``"none"`` (clean)             0.983
+``"patch"``                    0.845
+``"light"``                    0.917
+``"resolution"``               0.889
+mutant ``"8-0"``, clean        0.887
+mutant ``"7-1"``, clean        0.884
+mutant ``"9-3"``, clean        0.882
+=============================  ========
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from labelwise.exceptions import LabelwiseError, MissingDependencyError
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "SHIFTS",
+    "DigitsContext",
+    "apply_shift",
+    "digits_context",
+    "load_digit_images",
+    "lower_resolution",
+    "occlude",
+    "relight",
+    "swap_labels",
+    "train_digits_cnn",
+]
+
+RngLike = int | np.random.Generator | np.random.SeedSequence | None
+"""Anything :func:`numpy.random.default_rng` accepts as a seed."""
+
+SHIFTS: tuple[str, ...] = ("none", "patch", "light", "resolution")
+"""Names accepted by :func:`apply_shift` and :func:`digits_context`."""
+
+N_CLASSES = 10
+HIDDEN_SIZE = 64
+
+_TORCH_HINT = "pip install 'labelwise[torch]'"
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _as_images(images: ArrayLike, name: str = "images") -> NDArray[np.float32]:
+    """A validated float32 copy of a ``(N, H, W)`` stack of images in ``[0, 1]``."""
+    arr = np.array(images, dtype=np.float32, copy=True)
+    if arr.ndim != 3:
+        raise LabelwiseError(f"{name} must have shape (N, H, W); got shape {arr.shape}")
+    if arr.size and not np.all(np.isfinite(arr)):
+        raise LabelwiseError(f"{name} contains NaN or infinite values")
+    if arr.size and (arr.min() < 0.0 or arr.max() > 1.0):
+        raise LabelwiseError(
+            f"{name} must be scaled to [0, 1]; got range [{arr.min():g}, {arr.max():g}]"
+        )
+    return arr
+
+
+def _as_labels(labels: ArrayLike, name: str = "labels") -> NDArray[np.int64]:
+    arr = np.asarray(labels)
+    if arr.ndim != 1:
+        raise LabelwiseError(f"{name} must be one-dimensional; got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if not np.issubdtype(arr.dtype, np.floating) or not np.all(arr == np.round(arr)):
+            raise LabelwiseError(f"{name} must be integers; got dtype {arr.dtype}")
+    return arr.astype(np.int64)
+
+
+def _range(value: float | Sequence[float], name: str) -> tuple[float, float]:
+    """``(low, high)`` from a number (a fixed value) or a pair (a uniform range)."""
+    if np.ndim(value) == 0:
+        low = high = float(value)  # type: ignore[arg-type]
+    else:
+        pair = tuple(float(v) for v in value)  # type: ignore[union-attr]
+        if len(pair) != 2:
+            raise LabelwiseError(f"{name} must be a number or a (low, high) pair; got {value!r}")
+        low, high = pair
+    if not (np.isfinite(low) and np.isfinite(high)) or low > high:
+        raise LabelwiseError(f"{name} must be finite with low <= high; got {value!r}")
+    return low, high
+
+
+# ------------------------------------------------------------------------------- shifts
+
+
+def occlude(
+    images: ArrayLike,
+    *,
+    n_patches: int = 1,
+    size: int | tuple[int, int] = 2,
+    value: float = 0.0,
+    rng: RngLike = None,
+) -> NDArray[np.float32]:
+    """Paint ``n_patches`` black rectangles at random positions on each image ("patch").
+
+    DeepXplore-style occlusion. ``size`` is the side length of the rectangles: an int for
+    fixed squares, or an inclusive range ``(low, high)`` from which the height and the
+    width of every rectangle are drawn independently and uniformly. Positions are uniform
+    among those where the rectangle lies entirely inside the image; rectangles may
+    overlap. Pixels inside are set to ``value`` (0 = black, the digits' background, so
+    the patch erases ink).
+
+    With the defaults (one patch of 2-3 x 2-3 pixels on an 8x8 digit) the CNN of
+    :func:`digits_context` drops from 0.983 to 0.845 accuracy.
+    """
+    out = _as_images(images)
+    n, height, width = out.shape
+    if isinstance(n_patches, bool) or int(n_patches) != n_patches or n_patches < 0:
+        raise LabelwiseError(f"n_patches must be a non-negative integer; got {n_patches!r}")
+    n_patches = int(n_patches)
+    low_f, high_f = _range(size, "size")
+    low, high = int(low_f), int(high_f)
+    if low != low_f or high != high_f or low < 1 or high > min(height, width):
+        raise LabelwiseError(f"size must be integers in [1, {min(height, width)}]; got {size!r}")
+    if not 0.0 <= value <= 1.0:
+        raise LabelwiseError(f"value must be in [0, 1]; got {value!r}")
+    gen = np.random.default_rng(rng)
+    shape = (n, n_patches)
+    h = gen.integers(low, high, size=shape, endpoint=True)
+    w = gen.integers(low, high, size=shape, endpoint=True)
+    top = gen.integers(0, height - h, endpoint=True)
+    left = gen.integers(0, width - w, endpoint=True)
+    rows = np.arange(height)
+    cols = np.arange(width)
+    in_rows = (rows >= top[..., None]) & (rows < (top + h)[..., None])  # (N, P, H)
+    in_cols = (cols >= left[..., None]) & (cols < (left + w)[..., None])  # (N, P, W)
+    mask = np.any(in_rows[..., :, None] & in_cols[..., None, :], axis=1)  # (N, H, W)
+    out[mask] = np.float32(value)
+    return out
+
+
+def relight(
+    images: ArrayLike,
+    *,
+    brightness: float | tuple[float, float] = (-0.2, 0.2),
+    contrast: float | tuple[float, float] = (0.4, 0.8),
+    rng: RngLike = None,
+) -> NDArray[np.float32]:
+    """Change brightness and contrast, then clip to ``[0, 1]`` ("light").
+
+    Each image becomes ``clip(0.5 + contrast * (x - 0.5) + brightness, 0, 1)``: contrast
+    scales around mid-gray (``< 1`` flattens, ``> 1`` sharpens) and brightness adds an
+    offset. Each parameter is a fixed number or a ``(low, high)`` range from which one
+    value per image is drawn uniformly.
+
+    With the defaults the CNN of :func:`digits_context` drops from 0.983 to 0.917 accuracy.
+    """
+    out = _as_images(images)
+    b_low, b_high = _range(brightness, "brightness")
+    c_low, c_high = _range(contrast, "contrast")
+    if c_low < 0.0:
+        raise LabelwiseError(f"contrast must be non-negative; got {contrast!r}")
+    gen = np.random.default_rng(rng)
+    n = out.shape[0]
+    b = gen.uniform(b_low, b_high, size=n).astype(np.float32)[:, None, None]
+    c = gen.uniform(c_low, c_high, size=n).astype(np.float32)[:, None, None]
+    half = np.float32(0.5)
+    out = half + c * (out - half) + b
+    np.clip(out, 0.0, 1.0, out=out)
+    return out.astype(np.float32, copy=False)
+
+
+def lower_resolution(images: ArrayLike, *, factor: int = 2) -> NDArray[np.float32]:
+    """Average ``factor x factor`` blocks, then upsample by repetition ("resolution").
+
+    The output keeps the input's shape and is constant on each block; ``factor`` must
+    divide both image sides (1 returns a copy). With ``factor=2`` an 8x8 digit carries
+    4x4 information and the CNN of :func:`digits_context` drops from 0.983 to 0.889
+    accuracy.
+    """
+    out = _as_images(images)
+    n, height, width = out.shape
+    if isinstance(factor, bool) or int(factor) != factor or factor < 1:
+        raise LabelwiseError(f"factor must be a positive integer; got {factor!r}")
+    f = int(factor)
+    if height % f or width % f:
+        raise LabelwiseError(f"factor {f} must divide the image sides {height}x{width}")
+    blocks = out.reshape(n, height // f, f, width // f, f).mean(axis=(2, 4), dtype=np.float32)
+    up = np.repeat(np.repeat(blocks, f, axis=1), f, axis=2)
+    # Averages of values in [0, 1] stay there up to rounding; clip the rounding away.
+    return np.clip(up, 0.0, 1.0).astype(np.float32, copy=False)
+
+
+def swap_labels(y: ArrayLike, pairs: Iterable[tuple[int, int]]) -> NDArray[Any]:
+    """Swap label pairs, e.g. ``pairs=((8, 0),)`` turns every 8 into 0 and every 0 into 8.
+
+    Used to train label-swap "mutant" models. Returns a new array with ``y``'s dtype; each
+    label may appear in at most one pair.
+    """
+    arr = np.asarray(y)
+    if arr.ndim != 1:
+        raise LabelwiseError(f"y must be one-dimensional; got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise LabelwiseError(f"y must have an integer dtype; got {arr.dtype}")
+    pair_list = [tuple(p) for p in pairs]
+    seen: set[int] = set()
+    for pair in pair_list:
+        if len(pair) != 2 or pair[0] == pair[1]:
+            raise LabelwiseError(f"each pair must hold two different labels; got {pair!r}")
+        for label in pair:
+            if label in seen:
+                raise LabelwiseError(f"label {label!r} appears in more than one pair")
+            seen.add(label)
+    out = arr.copy()
+    for a, b in pair_list:
+        out[arr == a] = b
+        out[arr == b] = a
+    return out
+
+
+def apply_shift(
+    images: ArrayLike, shift: str, *, rng: RngLike = None, **options: Any
+) -> NDArray[np.float32]:
+    """Apply the shift named ``shift`` (one of :data:`SHIFTS`) with keyword ``options``.
+
+    ``"none"`` returns a validated copy, ``"patch"`` is :func:`occlude`, ``"light"`` is
+    :func:`relight` and ``"resolution"`` is :func:`lower_resolution` (which ignores
+    ``rng``).
+    """
+    if shift == "none":
+        if options:
+            raise LabelwiseError(f"shift 'none' takes no options; got {sorted(options)}")
+        return _as_images(images)
+    if shift == "patch":
+        return occlude(images, rng=rng, **options)
+    if shift == "light":
+        return relight(images, rng=rng, **options)
+    if shift == "resolution":
+        return lower_resolution(images, **options)
+    raise LabelwiseError(f"unknown shift {shift!r}; expected one of {SHIFTS}")
+
+
+# ---------------------------------------------------------------------------- data
+
+
+def load_digit_images() -> tuple[NDArray[np.float32], NDArray[np.int64]]:
+    """scikit-learn's bundled digits as ``(1797, 8, 8)`` float32 in ``[0, 1]`` and labels."""
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise MissingDependencyError(
+            f"the digits experiments need scikit-learn: {_TORCH_HINT}"
+        ) from exc
+    bunch = load_digits()
+    images = (np.asarray(bunch.images, dtype=np.float32) / np.float32(16.0)).astype(np.float32)
+    labels = np.asarray(bunch.target, dtype=np.int64)
+    return images, labels
+
+
+def _parse_mutant(mutant: str | Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    if isinstance(mutant, str):
+        pairs = []
+        for part in mutant.split(","):
+            match = re.fullmatch(r"\s*(\d)\s*-\s*(\d)\s*", part)
+            if match is None:
+                raise LabelwiseError(f"mutant must look like '8-0' (or '8-0,7-1'); got {mutant!r}")
+            pairs.append((int(match.group(1)), int(match.group(2))))
+        return tuple(pairs)
+    return tuple((int(a), int(b)) for a, b in mutant)
+
+
+# --------------------------------------------------------------------------- torch
+
+
+def _require_torch() -> None:
+    try:
+        import torch  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"this part of labelwise.experiments.digits needs PyTorch: {_TORCH_HINT}"
+        ) from exc
+
+
+@functools.cache
+def _digits_cnn_class() -> type[torch.nn.Module]:
+    """Create (once) the ``DigitsCNN`` class; kept in a function so torch loads lazily."""
+    _require_torch()
+    import torch
+    from torch import nn
+
+    class DigitsCNN(nn.Module):
+        """LeNet-style CNN for ``1x8x8`` digits with a 64-neuron last hidden layer.
+
+        ``conv(1->8, 3x3, pad 1) -> ReLU -> maxpool 2 -> conv(8->16, 3x3, pad 1) -> ReLU
+        -> maxpool 2 -> flatten (64) -> Linear(64, 64) -> ReLU -> Linear(64, 10)``.
+        ``features`` and ``hidden`` produce the 64 activations fed to ``head``; inputs may
+        be ``(N, 8, 8)`` or ``(N, 1, 8, 8)``. ``forward`` returns logits.
+        """
+
+        def __init__(self, n_classes: int = N_CLASSES) -> None:
+            super().__init__()
+            self.features = nn.Sequential(
+                nn.Conv2d(1, 8, kernel_size=3, padding=1),
+                nn.ReLU(),
+                nn.MaxPool2d(2),
+                nn.Conv2d(8, 16, kernel_size=3, padding=1),
+                nn.ReLU(),
+                nn.MaxPool2d(2),
+                nn.Flatten(),
+            )
+            self.hidden = nn.Sequential(nn.Linear(64, HIDDEN_SIZE), nn.ReLU())
+            self.head = nn.Linear(HIDDEN_SIZE, n_classes)
+
+        def embed(self, x: torch.Tensor) -> torch.Tensor:
+            """The last hidden representation (input of ``head``), shape ``(N, 64)``."""
+            if x.ndim == 3:
+                x = x.unsqueeze(1)
+            out: torch.Tensor = self.hidden(self.features(x))
+            return out
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            logits: torch.Tensor = self.head(self.embed(x))
+            return logits
+
+    DigitsCNN.__module__ = __name__
+    DigitsCNN.__qualname__ = "DigitsCNN"
+    del torch
+    return DigitsCNN
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: ``DigitsCNN`` is built on first access so that importing this module does
+    # not import torch. (Not in ``__all__``: a star import must not need torch.)
+    if name == "DigitsCNN":
+        return _digits_cnn_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), "DigitsCNN"])
+
+
+def train_digits_cnn(
+    images: ArrayLike,
+    labels: ArrayLike,
+    *,
+    epochs: int = 30,
+    seed: int = 0,
+    batch_size: int = 32,
+    learning_rate: float = 3e-3,
+) -> torch.nn.Module:
+    """Train a ``DigitsCNN`` with Adam on ``(N, 8, 8)`` images in ``[0, 1]``.
+
+    Deterministic for a given ``seed`` (and thread count): the weights are initialised
+    under ``torch.manual_seed(seed)`` inside ``torch.random.fork_rng()``, so the caller's
+    global torch RNG state is left untouched, and mini-batches are shuffled by a NumPy
+    generator seeded with ``seed``. The thread count is not changed. Returns the model in
+    eval mode.
+
+    On 899 digits (half of the data) the 30 default epochs take about 1 s on 2 CPU
+    cores and reach 0.983 accuracy on the other half.
+    """
+    _require_torch()
+    import torch
+    from torch import nn
+
+    x_np = _as_images(images)
+    if x_np.shape[1:] != (8, 8):
+        raise LabelwiseError(f"images must have shape (N, 8, 8); got {x_np.shape}")
+    y_np = _as_labels(labels)
+    if y_np.shape[0] != x_np.shape[0]:
+        raise LabelwiseError(
+            f"images and labels disagree in length: {x_np.shape[0]} != {y_np.shape[0]}"
+        )
+    if x_np.shape[0] == 0:
+        raise LabelwiseError("cannot train on zero images")
+    if y_np.min() < 0 or y_np.max() >= N_CLASSES:
+        raise LabelwiseError(f"labels must be in [0, {N_CLASSES}); got {np.unique(y_np)}")
+    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
+        if isinstance(value, bool) or int(value) != value or value < 1:
+            raise LabelwiseError(f"{name} must be a positive integer; got {value!r}")
+    if not (np.isfinite(learning_rate) and learning_rate > 0):
+        raise LabelwiseError(f"learning_rate must be positive; got {learning_rate!r}")
+
+    x = torch.from_numpy(x_np).unsqueeze(1)
+    y = torch.from_numpy(y_np)
+    order_rng = np.random.default_rng(seed)
+    n = x.shape[0]
+    with torch.random.fork_rng(devices=[]), torch.enable_grad():
+        torch.manual_seed(seed)
+        model = _digits_cnn_class()()
+        model.train()
+        optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
+        loss_fn = nn.CrossEntropyLoss()
+        for _ in range(int(epochs)):
+            perm = torch.from_numpy(order_rng.permutation(n))
+            for start in range(0, n, int(batch_size)):
+                idx = perm[start : start + int(batch_size)]
+                optimizer.zero_grad()
+                loss = loss_fn(model(x[idx]), y[idx])
+                loss.backward()
+                optimizer.step()
+    model.eval()
+    return model
+
+
+def _forward_with_activations(
+    model: torch.nn.Module, images: NDArray[np.float32]
+) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    """One batched ``no_grad`` pass: (input of the last ``Linear``, softmax probabilities)."""
+    import torch
+    from torch import nn
+
+    linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    if not linears:
+        raise LabelwiseError("the model has no torch.nn.Linear layer")
+    captured: list[torch.Tensor] = []
+
+    def hook(_module: nn.Module, args: tuple[Any, ...]) -> None:
+        captured.append(args[0].detach())
+
+    handle = linears[-1].register_forward_pre_hook(hook)
+    was_training = model.training
+    try:
+        model.eval()
+        with torch.no_grad():
+            logits = model(torch.from_numpy(images).unsqueeze(1))
+            probs = torch.softmax(logits.to(torch.float64), dim=1)
+    finally:
+        handle.remove()
+        model.train(was_training)
+    if len(captured) != 1:
+        raise LabelwiseError(f"the last Linear layer ran {len(captured)} times, expected once")
+    activations = captured[0].reshape(images.shape[0], -1).numpy().astype(np.float32)
+    probabilities = probs.numpy().astype(np.float32)
+    return activations, probabilities
+
+
+@dataclass(frozen=True, eq=False)
+class DigitsContext:
+    """A trained digits CNN and its (shifted) operational pile, run once through the model.
+
+    Attributes
+    ----------
+    name:
+        e.g. ``"digits-patch"`` or ``"digits-none-mutant-8-0"``.
+    model:
+        The trained ``DigitsCNN`` (eval mode).
+    train_images, train_labels:
+        Clean training images ``(M, 8, 8)`` float32 and their true (unswapped) labels.
+    images:
+        Operational images ``(N, 8, 8)`` float32 in ``[0, 1]``, after the shift.
+    labels:
+        True operational labels ``(N,)`` int64.
+    activations:
+        ``(N, 64)`` float32, the input of the model's last ``Linear`` layer.
+    probabilities:
+        ``(N, 10)`` float32 softmax outputs (rows sum to 1).
+    predictions:
+        ``(N,)`` int64, the argmax of ``probabilities``.
+    """
+
+    name: str
+    model: torch.nn.Module
+    train_images: NDArray[np.float32]
+    train_labels: NDArray[np.int64]
+    images: NDArray[np.float32]
+    labels: NDArray[np.int64]
+    activations: NDArray[np.float32]
+    probabilities: NDArray[np.float32]
+    predictions: NDArray[np.int64]
+
+    @property
+    def accuracy(self) -> float:
+        """True operational accuracy: the fraction of ``predictions`` equal to ``labels``."""
+        if self.labels.size == 0:
+            return float("nan")
+        return float(np.mean(self.predictions == self.labels))
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+    def __repr__(self) -> str:
+        return (
+            f"DigitsContext(name={self.name!r}, n_train={self.train_labels.shape[0]}, "
+            f"n_operational={len(self)}, accuracy={self.accuracy:.3f})"
+        )
+
+
+def digits_context(
+    shift: str = "patch",
+    *,
+    mutant: str | Sequence[tuple[int, int]] | None = None,
+    train_fraction: float = 0.5,
+    seed: int = 0,
+    epochs: int = 30,
+    shift_options: Mapping[str, Any] | None = None,
+) -> DigitsContext:
+    """Build an operational context on the digits.
+
+    Loads the 1797 digits, splits them into training and operational halves (stratified
+    by label, ``seed``), trains :func:`train_digits_cnn` on the training half (on swapped
+    labels if ``mutant`` is given, e.g. ``"8-0"``, ``"8-0,7-1"`` or ``((8, 0),)``), applies
+    ``shift`` (one of :data:`SHIFTS`, with keyword ``shift_options`` for the shift
+    function) to the operational images and runs the model once over them. The labels
+    stored in the context are always the true ones.
+
+    Measured operational accuracy with the defaults (about 1 s each on 2 CPU cores):
+    none 0.983, patch 0.845, light 0.917, resolution 0.889; mutants on clean operational
+    images: 8-0 0.887, 7-1 0.884, 9-3 0.882.
+    """
+    if shift not in SHIFTS:
+        raise LabelwiseError(f"unknown shift {shift!r}; expected one of {SHIFTS}")
+    if not 0.0 < train_fraction < 1.0:
+        raise LabelwiseError(f"train_fraction must be in (0, 1); got {train_fraction!r}")
+    if isinstance(seed, bool) or int(seed) != seed or seed < 0:
+        raise LabelwiseError(f"seed must be a non-negative integer; got {seed!r}")
+    seed = int(seed)
+    pairs = _parse_mutant(mutant) if mutant is not None else ()
+    _require_torch()
+    from sklearn.model_selection import train_test_split
+
+    images, labels = load_digit_images()
+    train_x, op_x, train_y, op_y = train_test_split(
+        images, labels, train_size=train_fraction, stratify=labels, random_state=seed
+    )
+    fit_y = swap_labels(train_y, pairs) if pairs else train_y
+    model = train_digits_cnn(train_x, fit_y, epochs=epochs, seed=seed)
+    shifted = apply_shift(
+        op_x, shift, rng=np.random.default_rng([seed, 1]), **dict(shift_options or {})
+    )
+    activations, probabilities = _forward_with_activations(model, shifted)
+    predictions = probabilities.argmax(axis=1).astype(np.int64)
+
+    name = f"digits-{shift}"
+    if pairs:
+        name += "-mutant-" + ",".join(f"{a}-{b}" for a, b in pairs)
+    return DigitsContext(
+        name=name,
+        model=model,
+        train_images=np.ascontiguousarray(train_x, dtype=np.float32),
+        train_labels=np.asarray(train_y, dtype=np.int64),
+        images=shifted,
+        labels=np.asarray(op_y, dtype=np.int64),
+        activations=activations,
+        probabilities=probabilities,
+        predictions=predictions,
+    )

@@ -1,0 +1,40 @@
+"""Add labels to an existing selection: the same method continues from its state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._results import Selection
+from .._validation import RNGLike
+from ..exceptions import LabelwiseError
+from .ces import _ces_extend
+from .css import _css_extend
+from .srs import _srs_extend
+
+__all__ = ["extend"]
+
+_EXTENDERS = {"srs": _srs_extend, "css": _css_extend, "ces": _ces_extend}
+
+
+def extend(selection: Selection, data: Any, additional: int, *, rng: RNGLike = None) -> Selection:
+    """A selection with ``additional`` more rows, continuing ``selection``'s method.
+
+    The first ``selection.budget`` indices are unchanged. ``data`` is what the method was
+    run on (SRS: the pile or None; CSS: the confidences; CES: the activations). By default
+    the random stream continues from ``selection.rng_state``, so selecting n and extending by
+    m is reproducible (and for SRS and for CES with whole groups, equal to selecting n + m at
+    once with the same seed); pass ``rng`` to use another stream.
+
+    CSS: the new total is allocated by the same rule with every stratum keeping at least
+    what it has; the new rows are simple random draws from each stratum's unselected rows,
+    so the stratified estimator stays valid.
+    """
+    if not isinstance(selection, Selection):
+        raise LabelwiseError(f"selection must be a Selection, got {type(selection).__name__}")
+    try:
+        fn = _EXTENDERS[selection.method]
+    except KeyError:
+        raise LabelwiseError(
+            f"selections made by {selection.method!r} cannot be extended"
+        ) from None
+    return fn(selection, data, additional, rng)
