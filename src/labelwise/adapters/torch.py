@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._progress import progress_bar
 from .._validation import check_int
 from ..exceptions import LabelwiseError, MissingDependencyError
 
@@ -251,15 +252,8 @@ def capture(
             model.to(target_device)
         model.eval()
         runner.attach()
-        from tqdm.auto import tqdm
-
         starts = range(0, n_rows, batch_size)
-        bar = tqdm(
-            total=len(starts),
-            desc="labelwise capture",
-            unit="batch",
-            disable=not progress or os.environ.get("LABELWISE_NO_PROGRESS") == "1",
-        )
+        bar = progress_bar(len(starts), desc="labelwise capture", unit="batch", enabled=progress)
         with bar, torch.no_grad():
             for start in starts:
                 stop = min(start + batch_size, n_rows)

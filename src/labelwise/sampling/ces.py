@@ -22,13 +22,13 @@ count-dependent terms, so a step costs O(l q m), independent of N and K.
 
 from __future__ import annotations
 
-import os
 import warnings
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._progress import progress_bar
 from .._results import Selection
 from .._validation import (
     RNGLike,
@@ -359,8 +359,4 @@ def _check_params(
 def _progress(total: int, enabled: bool) -> Any:
     if not enabled or total <= 0:
         return None
-    from tqdm.auto import tqdm
-
-    return tqdm(
-        total=total, desc="CES", unit="step", disable=os.environ.get("LABELWISE_NO_PROGRESS") == "1"
-    )
+    return progress_bar(total, desc="CES", unit="step")

@@ -1,0 +1,505 @@
+"""Command-line interface: ``labelwise select | estimate | capture | demo``.
+
+Thin: parses arguments, calls the public API, prints tables, writes files atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from ._results import Estimate, Selection
+from .estimation import correctness, estimate, regression_scores
+from .exceptions import LabelwiseError, MissingDependencyError
+from .io import (
+    file_digest,
+    load_array,
+    read_json,
+    read_labels_csv,
+    save_array,
+    write_csv,
+    write_json,
+)
+from .sampling import CES_OBJECTIVES, ces_select, css_select, extend, srs_select
+
+EPILOG = """\
+typical session:
+  labelwise capture --model model.pt --inputs pile.npy --out cap
+  labelwise select --method ces --budget 100 --activations cap/activations.npy \\
+                   --probs cap/probabilities.npy --out sel
+  # label the rows listed in sel/to_label.csv, save them as labels.csv (row,label)
+  labelwise estimate sel --labels labels.csv
+  labelwise select --extend sel --budget 50      # 50 more labels, same method
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            code = int(args.func(args) or 0)
+        except (LabelwiseError, MissingDependencyError) as exc:
+            print(f"labelwise: error: {exc}", file=sys.stderr)
+            code = 2
+        finally:
+            for message in dict.fromkeys(str(w.message) for w in caught):
+                print(f"note: {message}", file=sys.stderr)
+    return code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="labelwise",
+        description=(
+            "Estimate a model's accuracy on a large unlabeled pile from a few labels: choose "
+            "which inputs to label (SRS, CSS, CES), then estimate with a confidence interval."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"labelwise {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    s = sub.add_parser(
+        "select",
+        help="choose which rows of the pile to label",
+        description=(
+            "Choose which rows to label. Writes OUT/to_label.csv (selection order, row index) "
+            "and OUT/selection.json (everything needed to estimate and to extend)."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    s.add_argument(
+        "--method", choices=["srs", "css", "ces"], help="sampling method (not with --extend)"
+    )
+    s.add_argument(
+        "--budget", type=int, required=True, help="rows to label (with --extend: rows to add)"
+    )
+    s.add_argument("--activations", type=Path, help="(N, m) last-hidden-layer outputs, .npy (CES)")
+    s.add_argument(
+        "--probs", type=Path, help="(N, C) class probabilities or (N,) confidences, .npy (CSS)"
+    )
+    s.add_argument("--population-size", type=int, help="N, for SRS without any array")
+    s.add_argument("--out", type=Path, help="output directory")
+    s.add_argument(
+        "--extend", type=Path, metavar="DIR", help="add --budget rows to the selection in DIR"
+    )
+    s.add_argument(
+        "--seed", type=int, default=None, help="random seed (default: fresh entropy, recorded)"
+    )
+    s.add_argument("--force", action="store_true", help="overwrite an existing selection in --out")
+    g = s.add_argument_group("CES (Li et al. 2019, Algorithm 1)")
+    g.add_argument("--sections", type=int, default=20, help="K, sections per neuron")
+    g.add_argument("--initial", type=int, default=30, help="p, initial random rows")
+    g.add_argument("--group-size", type=int, default=5, help="q, rows added per step")
+    g.add_argument("--groups", type=int, default=300, help="l, random groups tried per step")
+    g.add_argument("--objective", choices=sorted(CES_OBJECTIVES), default="ce", help="objective")
+    g.add_argument("--epsilon", type=float, default=1e-10, help="floor for empty sections (ce)")
+    g = s.add_argument_group("CSS (Li et al. 2019, Sec. 3.1)")
+    g.add_argument(
+        "--strata", default="0.8,0.1,0.1", help="stratum shares, most to least confident"
+    )
+    g.add_argument(
+        "--allocation",
+        default="0.2,0.4,0.4",
+        help="label shares per stratum, or proportional, neyman",
+    )
+    s.set_defaults(func=cmd_select)
+
+    e = sub.add_parser(
+        "estimate",
+        help="estimate accuracy (or 1-MSE) from the labels of a selection",
+        description=(
+            "Estimate the model's accuracy on the whole pile from the labelled rows of a "
+            "selection. LABELS is a CSV with a 'row' column and one of 'label' (class index; "
+            "accuracy), 'target' (regression target; 1-MSE) or 'score' (per-row score H). "
+            "Prints a table and writes DIR/estimate.json."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    e.add_argument("dir", type=Path, help="selection directory written by 'labelwise select'")
+    e.add_argument(
+        "--labels", type=Path, required=True, help="CSV: row,label | row,target | row,score"
+    )
+    e.add_argument(
+        "--predictions",
+        type=Path,
+        help="model predictions over the pile, .npy: (N,) classes or regression outputs, or "
+        "(N, C) probabilities (default: the --probs used at selection, if any)",
+    )
+    e.add_argument("--n-classes", type=int, help="number of classes, to reject unknown labels")
+    e.add_argument("--confidence", type=float, default=0.95, help="confidence level")
+    e.add_argument(
+        "--json", action="store_true", help="print the estimate as JSON instead of a table"
+    )
+    e.set_defaults(func=cmd_estimate)
+
+    c = sub.add_parser(
+        "capture",
+        help="run a PyTorch model over inputs and save activations and probabilities",
+        description=(
+            "One batched pass of a PyTorch model (TorchScript file or pickled nn.Module) over "
+            "INPUTS (.npy). Writes OUT/activations.npy (float32, the last hidden layer: the "
+            "input of the last Linear layer, or --layer's output), OUT/probabilities.npy "
+            "(softmax; or OUT/outputs.npy with --head raw), OUT/predictions.npy and "
+            "OUT/capture.json. Needs: pip install 'labelwise[torch]'."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    c.add_argument("--model", type=Path, required=True, help="TorchScript or pickled model file")
+    c.add_argument("--inputs", type=Path, required=True, help="inputs, .npy, first axis = rows")
+    c.add_argument("--out", type=Path, required=True, help="output directory")
+    c.add_argument("--layer", default=None, help="module name to capture (default: last hidden)")
+    c.add_argument("--head", choices=["softmax", "raw"], default="softmax", help="output transform")
+    c.add_argument("--batch-size", type=int, default=256, help="rows per forward pass")
+    c.set_defaults(func=cmd_capture)
+
+    d = sub.add_parser(
+        "demo",
+        help="end-to-end demo on scikit-learn's digits with a shifted operational pile",
+        description=(
+            "Trains a small CNN on half of scikit-learn's digits, builds an operational pile "
+            "from the other half with a shift, then runs SRS, CSS and CES at one budget and "
+            "prints each estimate, its interval and the true accuracy, followed by a repeated "
+            "comparison of their spread. Needs: pip install 'labelwise[torch]'."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    d.add_argument("--shift", choices=["none", "patch", "light", "resolution"], default="patch")
+    d.add_argument("--mutant", default=None, help="train on swapped labels, e.g. 8-0")
+    d.add_argument("--budget", type=int, default=100, help="labels per method")
+    d.add_argument("--repeats", type=int, default=50, help="repetitions for the spread comparison")
+    d.add_argument("--seed", type=int, default=0, help="seed for data, model and sampling")
+    d.add_argument("--out", type=Path, default=Path("labelwise-demo"), help="output directory")
+    d.set_defaults(func=cmd_demo)
+    return p
+
+
+# ---------------------------------------------------------------------------------- select
+
+
+def cmd_select(args: argparse.Namespace) -> int:
+    if args.extend is not None:
+        return _select_extend(args)
+    if args.method is None:
+        raise LabelwiseError("--method is required (or use --extend DIR)")
+    if args.out is None:
+        raise LabelwiseError("--out is required")
+    _check_out(args.out, args.force)
+    seed = args.seed if args.seed is not None else _fresh_seed()
+    sources: dict[str, Any] = {}
+    if args.method == "ces":
+        acts = _load_source(args.activations, "--activations", "activations", sources, need="CES")
+        sel = ces_select(
+            acts,
+            args.budget,
+            n_sections=args.sections,
+            initial=args.initial,
+            group_size=args.group_size,
+            n_groups=args.groups,
+            objective=args.objective,
+            epsilon=args.epsilon,
+            progress=True,
+            rng=seed,
+        )
+        if args.probs is not None:
+            _load_source(args.probs, "--probs", "probs", sources, need="", rows=sel.population_size)
+    elif args.method == "css":
+        probs = _load_source(args.probs, "--probs", "probs", sources, need="CSS")
+        sel = css_select(
+            probs,
+            args.budget,
+            strata=_floats(args.strata, "--strata"),
+            allocation=_allocation(args.allocation),
+            rng=seed,
+        )
+    else:
+        n_pop = _srs_population(args, sources)
+        sel = srs_select(n_pop, args.budget, rng=seed)
+    write_selection(args.out, sel, sources, seed)
+    _print_selection(sel, args.out)
+    return 0
+
+
+def _select_extend(args: argparse.Namespace) -> int:
+    directory = args.extend
+    doc = read_json(directory / "selection.json", "--extend")
+    sel = Selection.from_dict(doc.get("selection", {}))
+    sources = doc.get("sources", {})
+    if args.method is not None and args.method != sel.method:
+        raise LabelwiseError(f"--method {args.method} differs from the selection's {sel.method}")
+    data: Any = None
+    if sel.method == "ces":
+        data = _reload_source(sources, "activations")
+    elif sel.method == "css":
+        data = _reload_source(sources, "probs")
+    before = sel.budget
+    new = extend(sel, data, args.budget)
+    out = args.out or directory
+    if out != directory:
+        _check_out(out, args.force)
+    write_selection(out, new, sources, doc.get("seed"))
+    print(f"extended {sel.method} selection from {before} to {new.budget} rows")
+    _print_selection(new, out)
+    return 0
+
+
+def _srs_population(args: argparse.Namespace, sources: dict[str, Any]) -> int:
+    for path, flag, key in (
+        (args.activations, "--activations", "activations"),
+        (args.probs, "--probs", "probs"),
+    ):
+        if path is not None:
+            return int(_load_source(path, flag, key, sources, need="").shape[0])
+    if args.population_size is None:
+        raise LabelwiseError(
+            "SRS needs the pile size: --population-size N, --activations or --probs"
+        )
+    return int(args.population_size)
+
+
+def _load_source(
+    path: Path | None,
+    flag: str,
+    key: str,
+    sources: dict[str, Any],
+    *,
+    need: str,
+    rows: int | None = None,
+) -> np.ndarray:
+    if path is None:
+        raise LabelwiseError(f"{flag} is required for {need}")
+    arr = load_array(path, flag)
+    if rows is not None and arr.shape[0] != rows:
+        raise LabelwiseError(
+            f"{flag} must have {rows} rows like the other input, got {arr.shape[0]}"
+        )
+    sources[key] = {
+        "path": str(path.resolve()),
+        "sha256": file_digest(path),
+        "shape": list(arr.shape),
+    }
+    return arr
+
+
+def _reload_source(sources: dict[str, Any], key: str) -> np.ndarray:
+    info = sources.get(key)
+    if not info:
+        raise LabelwiseError(f"the selection does not record its {key} file")
+    path = Path(info["path"])
+    arr = load_array(path, f"{key} recorded in selection.json")
+    if file_digest(path) != info.get("sha256"):
+        raise LabelwiseError(
+            f"{path} changed since the selection was made (sha256 differs); extending would "
+            "not continue the same selection"
+        )
+    return arr
+
+
+def _fresh_seed() -> int:
+    """A random seed from the OS, recorded in selection.json so the run can be repeated."""
+    return int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> 1)
+
+
+def write_selection(out: Path, sel: Selection, sources: dict[str, Any], seed: Any) -> None:
+    """Write OUT/to_label.csv and OUT/selection.json (atomically)."""
+    doc = {
+        "tool": f"labelwise {__version__}",
+        "seed": seed,
+        "sources": sources,
+        "selection": sel.to_dict(),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [[i + 1, int(r)] for i, r in enumerate(sel.indices)]
+    write_csv(out / "to_label.csv", ["order", "row"], rows)
+    write_json(out / "selection.json", doc)
+
+
+def _print_selection(sel: Selection, out: Path) -> None:
+    first = ", ".join(str(int(i)) for i in sel.indices[:10])
+    more = ", ..." if sel.budget > 10 else ""
+    print(f"{sel.method}: {sel.budget} of {sel.population_size} rows selected")
+    if sel.stratum_sizes is not None and sel.strata is not None:
+        per = np.bincount(sel.strata, minlength=len(sel.stratum_sizes))
+        parts = [f"stratum {h}: {int(per[h])} of {n}" for h, n in enumerate(sel.stratum_sizes)]
+        print("  " + "; ".join(parts))
+    print(f"  rows to label first: {first}{more}")
+    print(f"  wrote {out / 'to_label.csv'} and {out / 'selection.json'}")
+
+
+def _check_out(out: Path, force: bool) -> None:
+    if (out / "selection.json").exists() and not force:
+        raise LabelwiseError(f"--out {out} already holds a selection; use --force to overwrite")
+    if out.exists() and not out.is_dir():
+        raise LabelwiseError(f"--out {out} exists and is not a directory")
+
+
+def _floats(text: str, flag: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise LabelwiseError(f"{flag} must be comma-separated numbers, got {text!r}") from None
+
+
+def _allocation(text: str) -> Any:
+    return text if text in ("proportional", "neyman") else _floats(text, "--allocation")
+
+
+# -------------------------------------------------------------------------------- estimate
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    doc = read_json(args.dir / "selection.json", "DIR")
+    sel = Selection.from_dict(doc.get("selection", {}))
+    rows, kind, values = read_labels_csv(args.labels)
+    n_pop = sel.population_size
+    out_of_range = rows[(rows < 0) | (rows >= n_pop)]
+    if out_of_range.size:
+        raise LabelwiseError(
+            f"--labels: rows must be in [0, {n_pop}), got {out_of_range[:10].tolist()}"
+        )
+    selected = set(sel.indices.tolist())
+    extra = [int(r) for r in rows if int(r) not in selected]
+    if extra:
+        raise LabelwiseError(
+            f"--labels: {len(extra)} labelled rows were not selected, e.g. {extra[:10]}; "
+            "only the selected rows may be used (others would bias the estimate)"
+        )
+    have = dict(zip(rows.tolist(), values.tolist(), strict=True))
+    missing = [int(r) for r in sel.indices if int(r) not in have]
+    if missing:
+        raise LabelwiseError(
+            f"--labels: {len(missing)} selected rows have no label, e.g. {missing[:10]} "
+            f"(see {args.dir / 'to_label.csv'})"
+        )
+    ordered = np.asarray([have[int(r)] for r in sel.indices])
+    scores, metric = _scores(args, doc, sel, kind, ordered)
+    est = estimate(sel, scores, confidence=args.confidence, metric=metric)
+    write_json(
+        args.dir / "estimate.json", {"estimate": est.to_dict(), "selection_method": sel.method}
+    )
+    if args.json:
+        import json
+
+        print(json.dumps(est.to_dict(), indent=2))
+    else:
+        print(format_estimate(est))
+    return 0
+
+
+def _scores(
+    args: argparse.Namespace, doc: dict[str, Any], sel: Selection, kind: str, values: np.ndarray
+) -> tuple[np.ndarray, str | None]:
+    if kind == "score":
+        return values.astype(np.float64), None
+    pred_path = args.predictions
+    if pred_path is None:
+        probs = doc.get("sources", {}).get("probs")
+        if probs is None:
+            raise LabelwiseError(
+                "--predictions is required: the selection did not record model probabilities"
+            )
+        preds = _reload_source(doc["sources"], "probs")
+    else:
+        preds = load_array(pred_path, "--predictions")
+    if preds.shape[0] != sel.population_size:
+        raise LabelwiseError(
+            f"--predictions must have one row per pile row ({sel.population_size}), "
+            f"got {preds.shape[0]}"
+        )
+    picked = np.asarray(preds[np.sort(sel.indices)])[np.argsort(np.argsort(sel.indices))]
+    if kind == "target":
+        return regression_scores(picked, values), "1-MSE"
+    n_classes = args.n_classes
+    if picked.ndim == 1 and picked.dtype.kind == "f" and not np.all(picked == np.round(picked)):
+        raise LabelwiseError(
+            "--predictions holds non-integer values; for regression give a 'target' column"
+        )
+    return correctness(picked, values, n_classes=n_classes), "accuracy"
+
+
+def format_estimate(est: Estimate) -> str:
+    pct = f"{est.confidence * 100:g}%"
+    n_pop = "" if est.population_size is None else f" of {est.population_size}"
+    lines = [
+        f"{est.method.upper()} estimate from {est.n_labelled}{n_pop} labelled rows",
+        "",
+        f"  {'metric':<18}{est.metric}",
+        f"  {'estimate':<18}{est.value:.4f}",
+        f"  {'standard error':<18}{est.std_error:.4f}",
+        f"  {pct + ' interval':<18}[{est.ci_low:.4f}, {est.ci_high:.4f}]  ({est.interval})",
+    ]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------- capture
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    from .adapters.torch import capture, load_model
+
+    inputs = load_array(args.inputs, "--inputs")
+    model = load_model(args.model)
+    cap = capture(model, inputs, layer=args.layer, head=args.head, batch_size=args.batch_size)
+    args.out.mkdir(parents=True, exist_ok=True)
+    save_array(args.out / "activations.npy", cap.activations)
+    written = ["activations.npy"]
+    if cap.head == "softmax":
+        save_array(args.out / "probabilities.npy", cap.outputs)
+        save_array(args.out / "predictions.npy", cap.outputs.argmax(axis=1).astype(np.int64))
+        written += ["probabilities.npy", "predictions.npy"]
+    else:
+        outputs = cap.outputs[:, 0] if cap.outputs.shape[1] == 1 else cap.outputs
+        save_array(args.out / "outputs.npy", outputs)
+        save_array(args.out / "predictions.npy", outputs)
+        written += ["outputs.npy", "predictions.npy"]
+    write_json(
+        args.out / "capture.json",
+        {
+            "model": str(args.model.resolve()),
+            "inputs": str(args.inputs.resolve()),
+            "layer": cap.layer,
+            "head": cap.head,
+            "rows": int(cap.activations.shape[0]),
+            "neurons": int(cap.activations.shape[1]),
+            "outputs": int(cap.outputs.shape[1]),
+        },
+    )
+    print(
+        f"captured {cap.activations.shape[0]} rows: layer {cap.layer}, "
+        f"{cap.activations.shape[1]} neurons"
+    )
+    print(f"  wrote {', '.join(written)} and capture.json to {args.out}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------ demo
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(
+        shift=args.shift,
+        mutant=args.mutant,
+        budget=args.budget,
+        repeats=args.repeats,
+        seed=args.seed,
+        out=args.out,
+    )
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

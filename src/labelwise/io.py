@@ -1,0 +1,187 @@
+"""Files: atomic writes, safe .npy loading, label CSVs. Errors name the file and the argument."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .exceptions import LabelwiseError
+
+__all__ = [
+    "atomic_write",
+    "file_digest",
+    "load_array",
+    "read_json",
+    "read_labels_csv",
+    "save_array",
+    "write_csv",
+    "write_json",
+]
+
+
+def atomic_write(
+    path: str | os.PathLike[str], write: Callable[[IO[Any]], object], *, binary: bool = False
+) -> None:
+    """Write ``path`` via a temporary file in the same directory and ``os.replace``.
+
+    Readers see the old file or the complete new one, never a partial file; on error the
+    temporary file is removed and the old file (if any) is untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fh: IO[Any] = (
+            os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="", encoding="utf-8")
+        )
+        with fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: str | os.PathLike[str], obj: Any) -> None:
+    atomic_write(path, lambda fh: fh.write(json.dumps(obj, indent=2, allow_nan=False) + "\n"))
+
+
+def read_json(path: str | os.PathLike[str], what: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise LabelwiseError(f"{what}: {path} does not exist") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LabelwiseError(f"{what}: {path} is not valid JSON ({exc})") from None
+
+
+def save_array(path: str | os.PathLike[str], array: NDArray[Any]) -> None:
+    atomic_write(path, lambda fh: np.save(fh, array, allow_pickle=False), binary=True)
+
+
+def write_csv(path: str | os.PathLike[str], header: list[str], rows: list[list[Any]]) -> None:
+    def _write(fh: IO[Any]) -> None:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+
+    atomic_write(path, _write)
+
+
+def load_array(path: str | os.PathLike[str], what: str, *, mmap: bool = True) -> NDArray[Any]:
+    """Load a .npy file (memory-mapped by default; never unpickles)."""
+    p = Path(path)
+    if not p.is_file():
+        raise LabelwiseError(f"{what}: {p} does not exist or is not a file")
+    try:
+        arr = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise LabelwiseError(f"{what}: {p} is not a readable .npy array ({exc})") from None
+    if not isinstance(arr, np.ndarray):
+        raise LabelwiseError(f"{what}: {p} must hold one array (.npy), not an archive")
+    return arr
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    """sha256 of a file, read in 4 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_labels_csv(path: str | os.PathLike[str]) -> tuple[NDArray[np.int64], str, NDArray[Any]]:
+    """Read ``row,<value>`` pairs; ``<value>`` is one of ``label``, ``target`` or ``score``.
+
+    Returns the rows, the value column's name and its values (int64 for ``label``, float64
+    otherwise). Duplicate rows, non-integer rows, empty files and bad values are errors.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise LabelwiseError(f"--labels: {p} does not exist")
+    try:
+        with open(p, encoding="utf-8", newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            body = [r for r in reader if r and any(c.strip() for c in r)]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise LabelwiseError(f"--labels: cannot read {p} ({exc})") from None
+    if header is None:
+        raise LabelwiseError(f"--labels: {p} is empty")
+    cols = [c.strip().lower() for c in header]
+    if "row" not in cols:
+        raise LabelwiseError(f"--labels: {p} needs a 'row' column, got columns {header}")
+    kinds = [k for k in ("label", "target", "score") if k in cols]
+    if len(kinds) != 1:
+        raise LabelwiseError(
+            f"--labels: {p} needs exactly one of the columns 'label', 'target' or 'score', "
+            f"got {header}"
+        )
+    kind = kinds[0]
+    i_row, i_val = cols.index("row"), cols.index(kind)
+    if not body:
+        raise LabelwiseError(f"--labels: {p} has a header but no labels")
+    rows: list[int] = []
+    vals: list[Any] = []
+    for line_no, rec in enumerate(body, start=2):
+        if len(rec) <= max(i_row, i_val):
+            raise LabelwiseError(f"--labels: {p} line {line_no} has too few fields: {rec}")
+        rows.append(_parse_int(rec[i_row], p, line_no, "row"))
+        raw = rec[i_val].strip()
+        if raw == "":
+            raise LabelwiseError(f"--labels: {p} line {line_no} has an empty {kind}")
+        vals.append(
+            _parse_int(raw, p, line_no, kind)
+            if kind == "label"
+            else _parse_float(raw, p, line_no, kind)
+        )
+    r = np.asarray(rows, dtype=np.int64)
+    uniq, counts = np.unique(r, return_counts=True)
+    if (counts > 1).any():
+        raise LabelwiseError(
+            f"--labels: {p} labels these rows more than once: {uniq[counts > 1][:10].tolist()}"
+        )
+    return r, kind, np.asarray(vals, dtype=np.int64 if kind == "label" else np.float64)
+
+
+def _parse_int(text: str, path: Path, line_no: int, what: str) -> int:
+    t = text.strip()
+    try:
+        return int(t)
+    except ValueError:
+        try:
+            f = float(t)
+        except ValueError:
+            f = float("nan")
+        if np.isfinite(f) and f == int(f):
+            return int(f)
+    raise LabelwiseError(
+        f"--labels: {path} line {line_no}: {what} must be an integer, got {text!r}"
+    )
+
+
+def _parse_float(text: str, path: Path, line_no: int, what: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not np.isfinite(v):
+        raise LabelwiseError(
+            f"--labels: {path} line {line_no}: {what} must be a finite number, got {text!r}"
+        )
+    return v
