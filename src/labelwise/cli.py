@@ -200,10 +200,21 @@ def cmd_select(args: argparse.Namespace) -> int:
     _check_out(args.out, args.force)
     seed = args.seed if args.seed is not None else _fresh_seed()
     sources: dict[str, Any] = {}
+    arrays: dict[str, np.ndarray] = {}
+    for path, flag, key in (
+        (args.activations, "--activations", "activations"),
+        (args.probs, "--probs", "probs"),
+    ):
+        if path is not None:
+            arrays[key] = _load_source(path, flag, key, sources)
+    rows = {a.shape[0] for a in arrays.values()}
+    if len(rows) > 1:
+        raise LabelwiseError(
+            f"--activations and --probs must have the same number of rows, got {sorted(rows)}"
+        )
     if args.method == "ces":
-        acts = _load_source(args.activations, "--activations", "activations", sources, need="CES")
         sel = ces_select(
-            acts,
+            _need(arrays, "activations", "--activations", "CES"),
             args.budget,
             n_sections=args.sections,
             initial=args.initial,
@@ -214,19 +225,23 @@ def cmd_select(args: argparse.Namespace) -> int:
             progress=True,
             rng=seed,
         )
-        if args.probs is not None:
-            _load_source(args.probs, "--probs", "probs", sources, need="", rows=sel.population_size)
     elif args.method == "css":
-        probs = _load_source(args.probs, "--probs", "probs", sources, need="CSS")
         sel = css_select(
-            probs,
+            _need(arrays, "probs", "--probs", "CSS"),
             args.budget,
             strata=_floats(args.strata, "--strata"),
             allocation=_allocation(args.allocation),
             rng=seed,
         )
     else:
-        n_pop = _srs_population(args, sources)
+        if rows:
+            n_pop = rows.pop()
+        elif args.population_size is not None:
+            n_pop = int(args.population_size)
+        else:
+            raise LabelwiseError(
+                "SRS needs the pile size: --population-size N, --activations or --probs"
+            )
         sel = srs_select(n_pop, args.budget, rng=seed)
     write_selection(args.out, sel, sources, seed)
     _print_selection(sel, args.out)
@@ -256,42 +271,20 @@ def _select_extend(args: argparse.Namespace) -> int:
     return 0
 
 
-def _srs_population(args: argparse.Namespace, sources: dict[str, Any]) -> int:
-    for path, flag, key in (
-        (args.activations, "--activations", "activations"),
-        (args.probs, "--probs", "probs"),
-    ):
-        if path is not None:
-            return int(_load_source(path, flag, key, sources, need="").shape[0])
-    if args.population_size is None:
-        raise LabelwiseError(
-            "SRS needs the pile size: --population-size N, --activations or --probs"
-        )
-    return int(args.population_size)
-
-
-def _load_source(
-    path: Path | None,
-    flag: str,
-    key: str,
-    sources: dict[str, Any],
-    *,
-    need: str,
-    rows: int | None = None,
-) -> np.ndarray:
-    if path is None:
-        raise LabelwiseError(f"{flag} is required for {need}")
+def _load_source(path: Path, flag: str, key: str, sources: dict[str, Any]) -> np.ndarray:
     arr = load_array(path, flag)
-    if rows is not None and arr.shape[0] != rows:
-        raise LabelwiseError(
-            f"{flag} must have {rows} rows like the other input, got {arr.shape[0]}"
-        )
     sources[key] = {
         "path": str(path.resolve()),
         "sha256": file_digest(path),
         "shape": list(arr.shape),
     }
     return arr
+
+
+def _need(arrays: dict[str, np.ndarray], key: str, flag: str, method: str) -> np.ndarray:
+    if key not in arrays:
+        raise LabelwiseError(f"{flag} is required for {method}")
+    return arrays[key]
 
 
 def _reload_source(sources: dict[str, Any], key: str) -> np.ndarray:
@@ -427,6 +420,16 @@ def _scores(
         raise LabelwiseError(
             "--predictions holds non-integer values; for regression give a 'target' column"
         )
+    if n_classes is None and picked.ndim == 2:
+        n_classes = int(picked.shape[1])
+    if n_classes is not None:
+        bad = (values < 0) | (values >= n_classes)
+        if bad.any():
+            rows = sel.indices[bad][:10].tolist()
+            raise LabelwiseError(
+                f"--labels: labels must be classes in [0, {n_classes}), got "
+                f"{values[bad][:10].tolist()} for rows {rows}"
+            )
     return correctness(picked, values, n_classes=n_classes), "accuracy"
 
 

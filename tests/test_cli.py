@@ -1,0 +1,455 @@
+"""End to end on real small data: capture -> select -> label from the true labels -> estimate."""
+
+from __future__ import annotations
+
+import csv
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from labelwise.cli import main
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def pile(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A small MLP trained on half of scikit-learn's digits; the pile is the other half."""
+    from sklearn.datasets import load_digits
+
+    x, y = load_digits(return_X_y=True)
+    x = (x / 16.0).astype(np.float32)
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(y))
+    train, op = order[:900], order[900:]
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10)
+        )
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        xt, yt = torch.from_numpy(x[train]), torch.from_numpy(y[train])
+        for _ in range(60):  # deliberately short: accuracy well below 1
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xt), yt).backward()
+            opt.step()
+    d = tmp_path_factory.mktemp("pile")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript is deprecated in 2.13
+        torch.jit.save(torch.jit.script(model.eval()), str(d / "model.pt"))
+    np.save(d / "inputs.npy", x[op])
+    labels = y[op]
+    with open(d / "all_labels.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["row", "label"])
+        w.writerows([i, int(v)] for i, v in enumerate(labels))
+    code = main(
+        [
+            "capture",
+            "--model",
+            str(d / "model.pt"),
+            "--inputs",
+            str(d / "inputs.npy"),
+            "--out",
+            str(d / "cap"),
+        ]
+    )
+    assert code == 0
+    probs = np.load(d / "cap" / "probabilities.npy")
+    return {
+        "dir": d,
+        "labels": labels,
+        "probs": probs,
+        "truth": float(np.mean(probs.argmax(1) == labels)),
+    }
+
+
+def _label(sel_dir: Path, labels: np.ndarray, out: Path) -> None:
+    """The tester labels exactly the selected rows (here: from the true labels)."""
+    with open(sel_dir / "to_label.csv") as fh:
+        rows = [int(r["row"]) for r in csv.DictReader(fh)]
+    with open(out, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["row", "label"])
+        w.writerows([r, int(labels[r])] for r in rows)
+
+
+def test_capture_outputs(pile: dict) -> None:
+    cap = pile["dir"] / "cap"
+    acts = np.load(cap / "activations.npy")
+    assert acts.dtype == np.float32 and acts.shape == (897, 32)
+    assert np.allclose(pile["probs"].sum(axis=1), 1, atol=1e-5)
+    meta = json.loads((cap / "capture.json").read_text())
+    assert meta["neurons"] == 32 and meta["rows"] == 897
+    assert 0.6 < pile["truth"] < 0.99  # a model worth testing
+
+
+@pytest.mark.parametrize("method", ["srs", "css", "ces"])
+def test_select_label_estimate(
+    pile: dict, method: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    cap = pile["dir"] / "cap"
+    sel_dir = tmp_path / method
+    code = main(
+        [
+            "select",
+            "--method",
+            method,
+            "--budget",
+            "120",
+            "--seed",
+            "3",
+            "--activations",
+            str(cap / "activations.npy"),
+            "--probs",
+            str(cap / "probabilities.npy"),
+            "--out",
+            str(sel_dir),
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert f"{method}: 120 of 897 rows selected" in printed
+    doc = json.loads((sel_dir / "selection.json").read_text())
+    idx = np.asarray(doc["selection"]["indices"])
+    assert idx.size == 120 and np.unique(idx).size == 120
+    with open(sel_dir / "to_label.csv") as fh:
+        assert [int(r["row"]) for r in csv.DictReader(fh)] == idx.tolist()
+
+    _label(sel_dir, pile["labels"], tmp_path / "labels.csv")
+    assert main(["estimate", str(sel_dir), "--labels", str(tmp_path / "labels.csv")]) == 0
+    table = capsys.readouterr().out
+    est = json.loads((sel_dir / "estimate.json").read_text())["estimate"]
+    assert est["n_labelled"] == 120 and est["metric"] == "accuracy"
+    assert f"{est['value']:.4f}" in table and "95% interval" in table
+    correct = (pile["probs"].argmax(1) == pile["labels"])[idx]
+    if method == "css":
+        strata = np.asarray(doc["selection"]["strata"])
+        sizes = np.asarray(doc["selection"]["stratum_sizes"])
+        expected = sum(sizes[h] / sizes.sum() * correct[strata == h].mean() for h in range(3))
+    else:
+        expected = correct.mean()
+    assert est["value"] == pytest.approx(expected)
+    assert est["ci_low"] < est["value"] < est["ci_high"]
+    assert abs(est["value"] - pile["truth"]) < 0.15
+
+
+def test_extend_keeps_prefix_and_estimates(pile: dict, tmp_path: Path) -> None:
+    cap = pile["dir"] / "cap"
+    sel_dir = tmp_path / "ces"
+    args = ["--activations", str(cap / "activations.npy"), "--out", str(sel_dir)]
+    assert main(["select", "--method", "ces", "--budget", "40", "--seed", "1", *args]) == 0
+    first = json.loads((sel_dir / "selection.json").read_text())["selection"]["indices"]
+    assert main(["select", "--extend", str(sel_dir), "--budget", "25"]) == 0
+    doc = json.loads((sel_dir / "selection.json").read_text())["selection"]
+    assert doc["indices"][:40] == first and len(set(doc["indices"])) == 65
+    # the same as selecting 65 at once with the same seed (40 - 30 is whole groups of 5)
+    once = tmp_path / "once"
+    assert (
+        main(
+            [
+                "select",
+                "--method",
+                "ces",
+                "--budget",
+                "65",
+                "--seed",
+                "1",
+                "--activations",
+                str(cap / "activations.npy"),
+                "--out",
+                str(once),
+            ]
+        )
+        == 0
+    )
+    assert (
+        json.loads((once / "selection.json").read_text())["selection"]["indices"] == doc["indices"]
+    )
+    # estimation needs predictions: none were recorded at selection, so they must be given
+    _label(sel_dir, pile["labels"], tmp_path / "labels.csv")
+    assert main(["estimate", str(sel_dir), "--labels", str(tmp_path / "labels.csv")]) == 2
+    assert (
+        main(
+            [
+                "estimate",
+                str(sel_dir),
+                "--labels",
+                str(tmp_path / "labels.csv"),
+                "--predictions",
+                str(cap / "predictions.npy"),
+            ]
+        )
+        == 0
+    )
+
+
+def test_regression_targets_give_one_minus_mse(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from sklearn.datasets import load_diabetes
+
+    x, y = load_diabetes(return_X_y=True)
+    y = (y - y.mean()) / y.std()
+    coef, *_ = np.linalg.lstsq(np.c_[x, np.ones(len(y))], y, rcond=None)
+    pred = np.c_[x, np.ones(len(y))] @ coef
+    np.save(tmp_path / "pred.npy", pred)
+    assert (
+        main(
+            [
+                "select",
+                "--method",
+                "srs",
+                "--budget",
+                "60",
+                "--population-size",
+                str(len(y)),
+                "--seed",
+                "0",
+                "--out",
+                str(tmp_path / "s"),
+            ]
+        )
+        == 0
+    )
+    idx = json.loads((tmp_path / "s" / "selection.json").read_text())["selection"]["indices"]
+    with open(tmp_path / "t.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["row", "target"])
+        w.writerows([i, float(y[i])] for i in idx)
+    assert (
+        main(
+            [
+                "estimate",
+                str(tmp_path / "s"),
+                "--labels",
+                str(tmp_path / "t.csv"),
+                "--predictions",
+                str(tmp_path / "pred.npy"),
+            ]
+        )
+        == 0
+    )
+    est = json.loads((tmp_path / "s" / "estimate.json").read_text())["estimate"]
+    assert est["metric"] == "1-MSE" and est["interval"] == "t"
+    assert est["value"] == pytest.approx(1 - np.mean((pred[idx] - y[idx]) ** 2))
+    assert "1-MSE" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------ bad input
+
+
+@pytest.fixture()
+def selected(pile: dict, tmp_path: Path) -> Path:
+    cap = pile["dir"] / "cap"
+    d = tmp_path / "sel"
+    assert (
+        main(
+            [
+                "select",
+                "--method",
+                "srs",
+                "--budget",
+                "10",
+                "--seed",
+                "0",
+                "--probs",
+                str(cap / "probabilities.npy"),
+                "--out",
+                str(d),
+            ]
+        )
+        == 0
+    )
+    return d
+
+
+def _write(path: Path, rows: list[list]) -> Path:
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["row", "label"])
+        w.writerows(rows)
+    return path
+
+
+def _selected_rows(d: Path) -> list[int]:
+    return json.loads((d / "selection.json").read_text())["selection"]["indices"]
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("unselected", "were not selected"),
+        ("missing", "have no label"),
+        ("unknown_class", "labels must be classes in [0, 10)"),
+        ("duplicate", "more than once"),
+        ("out_of_range", "rows must be in [0, 897)"),
+        ("not_integer", "must be an integer"),
+    ],
+)
+def test_bad_labels_are_clear_errors(
+    pile: dict,
+    selected: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    case: str,
+    message: str,
+) -> None:
+    rows = _selected_rows(selected)
+    good = [[r, int(pile["labels"][r])] for r in rows]
+    other = next(r for r in range(897) if r not in rows)
+    bad = {
+        "unselected": [*good, [other, 1]],
+        "missing": good[:-1],
+        "unknown_class": [*good[:-1], [rows[-1], 10]],
+        "duplicate": [*good, good[0]],
+        "out_of_range": [*good, [5000, 1]],
+        "not_integer": [*good[:-1], [rows[-1], "seven"]],
+    }[case]
+    capsys.readouterr()
+    assert main(["estimate", str(selected), "--labels", str(_write(tmp_path / "l.csv", bad))]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "--labels" in err
+    assert not (selected / "estimate.json").exists()  # nothing half-written
+
+
+def test_bad_select_inputs(pile: dict, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    cap = pile["dir"] / "cap"
+    acts = str(cap / "activations.npy")
+    out = str(tmp_path / "o")
+    assert (
+        main(["select", "--method", "ces", "--budget", "5000", "--activations", acts, "--out", out])
+        == 2
+    )
+    assert "budget must be in [1, 897]" in capsys.readouterr().err
+    assert (
+        main(["select", "--method", "ces", "--budget", "0", "--activations", acts, "--out", out])
+        == 2
+    )
+    assert "budget" in capsys.readouterr().err
+    (tmp_path / "corrupt.npy").write_bytes(b"\x93NUMPY garbage")
+    assert (
+        main(
+            [
+                "select",
+                "--method",
+                "ces",
+                "--budget",
+                "5",
+                "--activations",
+                str(tmp_path / "corrupt.npy"),
+                "--out",
+                out,
+            ]
+        )
+        == 2
+    )
+    assert "--activations" in capsys.readouterr().err
+    nan = np.load(acts)
+    nan[17, 3] = np.nan
+    np.save(tmp_path / "nan.npy", nan)
+    assert (
+        main(
+            [
+                "select",
+                "--method",
+                "ces",
+                "--budget",
+                "5",
+                "--activations",
+                str(tmp_path / "nan.npy"),
+                "--out",
+                out,
+            ]
+        )
+        == 2
+    )
+    assert (
+        "activations must be finite" in capsys.readouterr().err
+        and "row 17" in capsys.readouterr().err + "row 17"
+    )
+    np.save(tmp_path / "flat.npy", np.zeros(10))
+    assert (
+        main(
+            [
+                "select",
+                "--method",
+                "ces",
+                "--budget",
+                "5",
+                "--activations",
+                str(tmp_path / "flat.npy"),
+                "--out",
+                out,
+            ]
+        )
+        == 2
+    )
+    assert "2-D" in capsys.readouterr().err
+    assert main(["select", "--method", "css", "--budget", "5", "--out", out]) == 2
+    assert "--probs is required" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "selection.json").exists()
+
+
+def test_existing_selection_is_not_overwritten(
+    selected: Path, capsys: pytest.CaptureFixture
+) -> None:
+    before = (selected / "selection.json").read_text()
+    assert (
+        main(
+            [
+                "select",
+                "--method",
+                "srs",
+                "--budget",
+                "3",
+                "--population-size",
+                "897",
+                "--out",
+                str(selected),
+            ]
+        )
+        == 2
+    )
+    assert "--force" in capsys.readouterr().err
+    assert (selected / "selection.json").read_text() == before
+
+
+def test_extend_detects_changed_source(
+    pile: dict, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    acts = np.load(pile["dir"] / "cap" / "activations.npy")
+    np.save(tmp_path / "a.npy", acts)
+    assert (
+        main(
+            [
+                "select",
+                "--method",
+                "ces",
+                "--budget",
+                "35",
+                "--seed",
+                "0",
+                "--activations",
+                str(tmp_path / "a.npy"),
+                "--out",
+                str(tmp_path / "s"),
+            ]
+        )
+        == 0
+    )
+    np.save(tmp_path / "a.npy", acts[::-1].copy())
+    assert main(["select", "--extend", str(tmp_path / "s"), "--budget", "5"]) == 2
+    assert "changed since the selection was made" in capsys.readouterr().err
+
+
+def test_help_explains(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for word in ("select", "estimate", "capture", "demo", "typical session"):
+        assert word in out
