@@ -367,10 +367,8 @@ def test_bad_select_inputs(pile: dict, tmp_path: Path, capsys: pytest.CaptureFix
         )
         == 2
     )
-    assert (
-        "activations must be finite" in capsys.readouterr().err
-        and "row 17" in capsys.readouterr().err + "row 17"
-    )
+    err = capsys.readouterr().err
+    assert "activations must be finite" in err and "row 17" in err
     np.save(tmp_path / "flat.npy", np.zeros(10))
     assert (
         main(
