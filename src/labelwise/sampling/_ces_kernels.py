@@ -6,6 +6,8 @@ Section code of value x for neuron j (K equal sections over [lo_j, hi_j], last o
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numba as nb
@@ -31,7 +33,9 @@ def _section_histogram(
 ) -> Any:
     n_rows = x.shape[0]
     m = cols.shape[0]
-    partial = np.zeros((n_chunks, m, n_sections), dtype=np.int64)
+    # (section, neuron) layout: most values of a ReLU layer share section 0, so the counters
+    # touched by one row are mostly contiguous; int32 halves the cache footprint.
+    partial = np.zeros((n_chunks, n_sections, m), dtype=np.int32)
     step = (n_rows + n_chunks - 1) // n_chunks
     for c in nb.prange(n_chunks):
         start = c * step
@@ -39,10 +43,12 @@ def _section_histogram(
         for i in range(start, stop):
             for jj in range(m):
                 j = cols[jj]
-                partial[c, jj, _code(x[i, j], lo[jj], scale[jj], n_sections)] += 1
+                partial[c, _code(x[i, j], lo[jj], scale[jj], n_sections), jj] += 1
     out = np.zeros((m, n_sections), dtype=np.int64)
     for c in range(n_chunks):
-        out += partial[c]
+        for k in range(n_sections):
+            for jj in range(m):
+                out[jj, k] += partial[c, k, jj]
     return out
 
 
@@ -162,37 +168,44 @@ def _score_groups(
     return out
 
 
-# Each kernel twice: threads pay off only on big inputs (and stall on a busy machine).
+# One compiled (parallel) dispatcher per kernel. Two dispatchers of one Python function must
+# not both use cache=True: numba's on-disk cache key ignores the ``parallel`` flag, so one
+# would silently load the other's machine code. Small inputs run on one thread instead, as
+# thread start-up costs more than the work (and stalls when the machine is busy).
 PARALLEL_WORK = 2_000_000
-_hist_serial = nb.njit(cache=True, nogil=True)(_section_histogram)
-_hist_parallel = nb.njit(parallel=True, cache=True, nogil=True)(_section_histogram)
-_range_serial = nb.njit(cache=True, nogil=True)(_column_range)
-_range_parallel = nb.njit(parallel=True, cache=True, nogil=True)(_column_range)
-_score_serial = nb.njit(cache=True, nogil=True)(_score_groups)
-_score_parallel = nb.njit(parallel=True, cache=True, nogil=True)(_score_groups)
+_hist = nb.njit(parallel=True, cache=True, nogil=True)(_section_histogram)
+_range = nb.njit(parallel=True, cache=True, nogil=True)(_column_range)
+_score = nb.njit(parallel=True, cache=True, nogil=True)(_score_groups)
 
 
-def _chunks(n_rows: int) -> int:
-    return max(1, min(n_rows, 4 * nb.get_num_threads()))
+@contextmanager
+def _threads_for(work: int) -> Iterator[int]:
+    """Use numba's threads only for big inputs; yields the number of row chunks to use."""
+    if work >= PARALLEL_WORK:
+        yield 4 * nb.get_num_threads()
+        return
+    before = nb.get_num_threads()
+    nb.set_num_threads(1)
+    try:
+        yield 1
+    finally:
+        nb.set_num_threads(before)
 
 
 def column_range(x: Any) -> tuple[Any, Any, int]:
     """Per-column minimum and maximum in one pass, and the first row holding NaN or
     infinity (``x.shape[0]`` when every value is finite)."""
-    if x.size >= PARALLEL_WORK:
-        return _range_parallel(x, _chunks(x.shape[0]))
-    return _range_serial(x, 1)
+    with _threads_for(x.size) as chunks:
+        return _range(x, max(1, min(x.shape[0], chunks)))
 
 
 def section_histogram(x: Any, cols: Any, lo: Any, scale: Any, n_sections: int) -> Any:
     """Counts of rows per (neuron, section) for the neurons in ``cols``: shape (len(cols), K)."""
-    if x.shape[0] * cols.shape[0] >= PARALLEL_WORK:
-        return _hist_parallel(x, cols, lo, scale, n_sections, _chunks(x.shape[0]))
-    return _hist_serial(x, cols, lo, scale, n_sections, 1)
+    with _threads_for(x.shape[0] * cols.shape[0]) as chunks:
+        return _hist(x, cols, lo, scale, n_sections, max(1, min(x.shape[0], chunks)))
 
 
 def score_groups(x: Any, groups: Any, cols: Any, *args: Any) -> Any:
     """Change in the summed objective for each candidate group; see ``_score_groups``."""
-    if groups.size * cols.shape[0] >= PARALLEL_WORK:
-        return _score_parallel(x, groups, cols, *args)
-    return _score_serial(x, groups, cols, *args)
+    with _threads_for(groups.size * cols.shape[0]):
+        return _score(x, groups, cols, *args)
