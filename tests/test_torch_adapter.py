@@ -159,10 +159,12 @@ def test_tensor_memmap_and_numpy_inputs_agree(tmp_path: Path) -> None:
         np.testing.assert_array_equal(a.outputs, other.outputs)
 
 
-def test_progress_bar_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    cap = capture(make_cnn(), images(5), batch_size=2, progress=True)
-    assert cap.outputs.shape == (5, 5)
-    assert "labelwise capture" in capsys.readouterr().err
+def test_progress_bar_is_silent_off_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    model = make_cnn()
+    cap = capture(model, images(5), batch_size=2, progress=True)
+    quiet = capture(model, images(5), batch_size=2, progress=False)
+    np.testing.assert_array_equal(cap.outputs, quiet.outputs)
+    assert "labelwise capture" not in capsys.readouterr().err  # pytest's stderr is no TTY
 
 
 def test_eval_mode_used_and_training_flags_and_hooks_restored() -> None:
