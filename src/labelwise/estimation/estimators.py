@@ -132,9 +132,11 @@ def stratified_estimate(
             var_h[i] = yh.var(ddof=1)
         else:
             var_h[i] = np.nan
+    fpc = 1 - n_h[used] / sizes[used]
+    pool = var_h[~np.isnan(var_h)]  # strata whose variance was estimated
+    var_h[fpc == 0] = 0.0  # a fully labelled stratum is known exactly
     lonely = np.isnan(var_h)
     if lonely.any():
-        pool = var_h[~lonely]
         fallback = (
             float(pool.max()) if pool.size else (float(y.var(ddof=1)) if y.size > 1 else math.inf)
         )
@@ -145,7 +147,6 @@ def stratified_estimate(
         )
         warnings.warn(msg, DegenerateDataWarning, stacklevel=2)
         notes.append(msg)
-    fpc = 1 - n_h[used] / sizes[used]
     terms = w[used] ** 2 * fpc * var_h / n_h[used]
     var = float(terms.sum())
     se = math.sqrt(var)
@@ -219,6 +220,19 @@ def _mean_estimate(
     binary = is_binary(y)
     fpc = 1.0 if n_pop is None else 1 - n / n_pop
     notes: list[str] = []
+    if n_pop is not None and n == n_pop:  # the whole pile is labelled: no sampling error
+        return Estimate(
+            value=value,
+            std_error=0.0,
+            ci_low=value,
+            ci_high=value,
+            confidence=conf,
+            n_labelled=n,
+            method=method,
+            metric=_metric(metric, binary),
+            interval="exact (whole pile labelled)",
+            population_size=n_pop,
+        )
     var1 = float(y.var(ddof=1)) if n > 1 else math.nan
     se = math.sqrt(fpc * var1 / n) if n > 1 else math.nan
     if binary:
