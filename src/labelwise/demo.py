@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ._plotting import pyplot, save_figure
 from ._progress import progress_bar
 from ._results import Estimate, Selection
 from .estimation import correctness, estimate
@@ -160,12 +161,8 @@ def _save_selection(directory: Path, sel: Selection, sources: dict[str, Any], se
 
 
 def _plot(rows: dict[str, dict[str, Any]], truth: float, budget: int, out: Path) -> str | None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
     fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=120)
     names = list(rows)
@@ -175,9 +172,4 @@ def _plot(rows: dict[str, dict[str, Any]], truth: float, budget: int, out: Path)
     ax.set_title(f"Estimates from {budget} labels, {len(rows['SRS']['estimates'])} repetitions")
     ax.legend(loc="lower right")
     fig.tight_layout()
-    path = out / "spread.png"
-    tmp = out / ".spread.png.tmp"
-    fig.savefig(tmp, format="png")
-    plt.close(fig)
-    tmp.replace(path)
-    return "spread.png"
+    return save_figure(fig, out / "spread.png").name

@@ -1,0 +1,259 @@
+"""Repeatable sampling studies: estimates over many repetitions, MSE, relative efficiency.
+
+The design is Li et al. 2019, Sec. 4.2: each method estimates the pile's mean score at
+sample sizes 35, 40, ..., 180, repeated 50 times; MSE(n) = mean over repetitions of
+(estimate - truth)^2, and the relative efficiency E = MSE_method / MSE_SRS, averaged over
+the sizes (Table 1). A sequential method (SRS, CES) gives every size from the prefixes of
+one run, as in the authors' scripts; CSS is drawn afresh at every size.
+
+NumPy core: a :class:`Population` holds per-row scores and what the methods need.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._progress import progress_bar
+from .._validation import check_finite_array, check_int
+from ..exceptions import LabelwiseError
+from ..sampling import ces_select, css_select
+
+__all__ = [
+    "PAPER_SIZES",
+    "MethodSpec",
+    "Population",
+    "StudyResult",
+    "default_methods",
+    "run_study",
+]
+
+PAPER_SIZES: tuple[int, ...] = tuple(range(35, 181, 5))
+
+
+@dataclass(frozen=True, eq=False)
+class Population:
+    """An operational pile with every score known (so the truth is known).
+
+    ``scores`` is H per row (1/0 correctness, or 1 - squared error); ``activations`` the last
+    hidden layer (for CES); ``confidences`` the top softmax probability (for CSS; None for
+    regression, where CSS does not apply).
+    """
+
+    name: str
+    model: str
+    operational: str
+    scores: NDArray[np.float64]
+    activations: NDArray[Any] | None = None
+    confidences: NDArray[np.float64] | None = None
+    metric: str = "accuracy"
+
+    def __post_init__(self) -> None:
+        s = np.asarray(check_finite_array(self.scores, "scores", ndim=1), dtype=np.float64)
+        object.__setattr__(self, "scores", s)
+        for name in ("activations", "confidences"):
+            arr = getattr(self, name)
+            if arr is not None and np.shape(arr)[0] != s.size:
+                raise LabelwiseError(f"{name} must have one row per score ({s.size})")
+
+    @property
+    def truth(self) -> float:
+        return float(self.scores.mean())
+
+    @property
+    def size(self) -> int:
+        return int(self.scores.size)
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A named sampling method and its parameters (picklable, so it can run in workers).
+
+    ``kind`` is ``"srs"``, ``"css"`` or ``"ces"``; ``params`` go to the sampler.
+    """
+
+    name: str
+    kind: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def applies_to(self, pop: Population) -> bool:
+        if self.kind == "css":
+            return pop.confidences is not None
+        if self.kind == "ces":
+            return pop.activations is not None
+        return True
+
+    def estimates(
+        self, pop: Population, sizes: Sequence[int], gen: np.random.Generator
+    ) -> NDArray[np.float64]:
+        """Point estimates of ``pop.truth`` at each size (one repetition)."""
+        top = max(sizes)
+        if self.kind == "srs":
+            idx = gen.permutation(pop.size)[:top]
+            return _prefix_means(pop.scores[idx], sizes)
+        if self.kind == "ces":
+            sel = ces_select(_need(pop.activations, "activations"), top, rng=gen, **self.params)
+            return _prefix_means(pop.scores[sel.indices], sizes)
+        if self.kind == "css":
+            conf = _need(pop.confidences, "confidences")
+            out = np.empty(len(sizes))
+            for i, n in enumerate(sizes):
+                sel = css_select(conf, n, rng=gen, **self.params)
+                assert sel.strata is not None and sel.stratum_sizes is not None
+                sizes_h = np.asarray(sel.stratum_sizes, dtype=np.float64)
+                y = pop.scores[sel.indices]
+                n_h = np.bincount(sel.strata, minlength=sizes_h.size)
+                sums = np.bincount(sel.strata, weights=y, minlength=sizes_h.size)
+                used = n_h > 0
+                out[i] = float(np.sum(sizes_h[used] / sizes_h.sum() * sums[used] / n_h[used]))
+            return out
+        raise LabelwiseError(f"unknown method kind {self.kind!r}")
+
+
+def default_methods() -> list[MethodSpec]:
+    """SRS, CSS (paper's 80/10/10 strata, 20/40/40 allocation) and CES with each objective."""
+    return [
+        MethodSpec("SRS", "srs"),
+        MethodSpec("CSS", "css"),
+        MethodSpec("CES", "ces", {"objective": "ce"}),
+        MethodSpec("CES-KL", "ces", {"objective": "kl"}),
+        MethodSpec("CES-common", "ces", {"objective": "ce-common"}),
+    ]
+
+
+@dataclass(frozen=True, eq=False)
+class StudyResult:
+    """Estimates (method -> (repetitions, sizes)) for one population, and summaries."""
+
+    population: Population
+    sizes: tuple[int, ...]
+    estimates: dict[str, NDArray[np.float64]]
+
+    def mse(self, method: str) -> NDArray[np.float64]:
+        """MSE at every size: mean over repetitions of (estimate - truth)^2."""
+        return np.asarray(np.mean((self.estimates[method] - self.population.truth) ** 2, axis=0))
+
+    def sd(self, method: str) -> NDArray[np.float64]:
+        """Root MSE at every size (the paper's plotted standard deviation, Figs. 3, 4, 7)."""
+        return np.sqrt(self.mse(method))
+
+    def mean_estimate(self, method: str) -> NDArray[np.float64]:
+        return np.asarray(self.estimates[method].mean(axis=0))
+
+    def efficiency(self, method: str, baseline: str = "SRS") -> float:
+        """E = MSE_method / MSE_baseline per size, averaged over sizes (Table 1)."""
+        base = self.mse(baseline)
+        if np.any(base == 0):
+            raise LabelwiseError(f"{baseline} has zero MSE at some size; E is undefined")
+        return float(np.mean(self.mse(method) / base))
+
+    def to_dict(self) -> dict[str, Any]:
+        methods = list(self.estimates)
+        return {
+            "context": self.population.name,
+            "model": self.population.model,
+            "operational": self.population.operational,
+            "metric": self.population.metric,
+            "truth": self.population.truth,
+            "population_size": self.population.size,
+            "sizes": list(self.sizes),
+            "repetitions": int(next(iter(self.estimates.values())).shape[0]),
+            "efficiency": {m: self.efficiency(m) for m in methods if "SRS" in self.estimates},
+            "rmse": {m: self.sd(m).tolist() for m in methods},
+            "mean_estimate": {m: self.mean_estimate(m).tolist() for m in methods},
+        }
+
+
+def run_study(
+    population: Population,
+    methods: Sequence[MethodSpec] | None = None,
+    *,
+    sizes: Sequence[int] = PAPER_SIZES,
+    repetitions: int = 50,
+    seed: int = 0,
+    n_jobs: int = 1,
+    progress: bool = True,
+) -> StudyResult:
+    """Run every applicable method ``repetitions`` times at every size.
+
+    Repetition r of method k uses ``SeedSequence([seed, k, r])``, so results do not depend
+    on ``n_jobs`` (worker processes, started with ``spawn`` so that numba's threads are never
+    forked).
+    """
+    methods = list(default_methods() if methods is None else methods)
+    sizes = tuple(sorted({check_int(n, "sizes", minimum=1) for n in sizes}))
+    if not sizes:
+        raise LabelwiseError("sizes must not be empty")
+    if sizes[-1] > population.size:
+        raise LabelwiseError(
+            f"sizes must not exceed the pile ({population.size} rows), got {sizes[-1]}"
+        )
+    repetitions = check_int(repetitions, "repetitions", minimum=2)
+    n_jobs = check_int(n_jobs, "n_jobs", minimum=1)
+    active = [m for m in methods if m.applies_to(population)]
+    if len({m.name for m in active}) != len(active):
+        raise LabelwiseError("methods must have distinct names")
+    tasks = [(k, r) for k in range(len(active)) for r in range(repetitions)]
+    out = {m.name: np.empty((repetitions, len(sizes))) for m in active}
+    bar = progress_bar(len(tasks), desc=population.name, unit="run", enabled=progress)
+    try:
+        if n_jobs == 1:
+            _init_worker(population, active, sizes, seed)
+            for k, r in tasks:
+                out[active[k].name][r] = _run_task((k, r))
+                bar.update(1)
+        else:
+            import multiprocessing as mp
+
+            with ProcessPoolExecutor(
+                max_workers=min(n_jobs, os.cpu_count() or 1),
+                mp_context=mp.get_context("spawn"),
+                initializer=_init_worker,
+                initargs=(population, active, sizes, seed),
+            ) as pool:
+                for (k, r), est in zip(tasks, pool.map(_run_task, tasks, chunksize=8), strict=True):
+                    out[active[k].name][r] = est
+                    bar.update(1)
+    finally:
+        bar.close()
+        _WORK.clear()
+    return StudyResult(population=population, sizes=sizes, estimates=out)
+
+
+_WORK: dict[str, Any] = {}
+
+
+def _init_worker(
+    pop: Population, methods: list[MethodSpec], sizes: tuple[int, ...], seed: int
+) -> None:
+    _WORK.update(pop=pop, methods=methods, sizes=sizes, seed=seed)
+
+
+def _run_task(task: tuple[int, int]) -> NDArray[np.float64]:
+    import warnings
+
+    from ..exceptions import DegenerateDataWarning
+
+    k, r = task
+    gen = np.random.default_rng(np.random.SeedSequence([_WORK["seed"], k, r]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        return _WORK["methods"][k].estimates(_WORK["pop"], _WORK["sizes"], gen)
+
+
+def _prefix_means(values: NDArray[np.float64], sizes: Sequence[int]) -> NDArray[np.float64]:
+    csum = np.cumsum(values)
+    n = np.asarray(sizes)
+    return np.asarray(csum[n - 1] / n)
+
+
+def _need(arr: NDArray[Any] | None, name: str) -> NDArray[Any]:
+    if arr is None:
+        raise LabelwiseError(f"this method needs the population's {name}")
+    return arr
