@@ -183,10 +183,10 @@ def run_operational_study(
             progress=progress,
         )
         study.results.append(res)
-        effs = ", ".join(f"{m} {res.efficiency(m):.3f}" for m in res.estimates if m != "SRS")
+        summary = ", ".join(f"{m} {res.efficiency(m):.3f}" for m in res.estimates if m != "SRS")
         log(
             f"  {pop.name} / {pop.model} / {pop.operational}: {pop.metric} {pop.truth:.3f}; "
-            f"E: {effs} ({time.perf_counter() - t:.1f} s)"
+            f"E: {summary} ({time.perf_counter() - t:.1f} s)"
         )
     small_methods = [
         MethodSpec("SRS", "srs"),
