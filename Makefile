@@ -5,14 +5,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench study clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[torch,dev]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[torch,study,dev]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -31,6 +31,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ces_speed.py
+
+study: $(STAMP)
+	$(BIN)/labelwise study operational
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
