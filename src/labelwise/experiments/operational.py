@@ -253,13 +253,12 @@ Paper (Li et al. 2019, Table 1; E = MSE ratio, lower is better; CSS from Sec. 4.
 def format_table(study: OperationalStudy) -> str:
     rows = study.table_rows()
     extra = [k for k in rows[0] if k.startswith("E(")] if rows else []
-    head = f"{'No.':>3}  {'Context':<22}{'Model':<16}{'Operational':<13}{'Actual':>8}" + "".join(
-        f"{k:>17}" for k in extra
-    )
+    head = f"{'No.':>3}  {'Context':<22}{'Model':<16}{'Operational':<13}{'Actual':>8}"
+    head += "".join(f"{k:>{_w(k)}}" for k in extra)
     lines = [head, "-" * len(head)]
     for r in rows:
         actual = f"{100 * r['actual']:.1f}" + ("*" if r["metric"] != "accuracy" else "")
-        cells = "".join(f"{r[k]:>17.3f}" if k in r else f"{'n/a':>17}" for k in extra)
+        cells = "".join(f"{r[k]:>{_w(k)}.3f}" if k in r else f"{'n/a':>{_w(k)}}" for k in extra)
         lines.append(
             f"{r['no']:>3}  {r['context']:<22}{r['model']:<16}{r['operational']:<13}"
             f"{actual:>8}{cells}"
@@ -283,6 +282,10 @@ def format_table(study: OperationalStudy) -> str:
                 f"{s['E_mean']:>10.3f}{s['E_sd']:>8.3f}{s['E_max']:>9.3f}"
             )
     return "\n".join(lines)
+
+
+def _w(header: str) -> int:
+    return max(12, len(header) + 2)
 
 
 def write_outputs(study: OperationalStudy, out: Path) -> list[str]:
