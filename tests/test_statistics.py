@@ -156,9 +156,9 @@ def srs_on_representation(representation: tuple[np.ndarray, np.ndarray, np.ndarr
 
 _CE_BIAS = (
     "method limitation, not a code error (score_groups matches ces_reference): with Eq. 8 "
-    "and epsilon = 1e-10, the package's default objective, the CES sample mean is biased on "
+    "and epsilon = 1e-10 (objective='ce'), the CES sample mean is biased on "
     "this population: bias -0.0127 = 5.8 Monte-Carlo SE over 300 runs; the selected rows' "
-    "mean true P(correct) is off by -0.0118 (z = -12). KL passes. See findings.md"
+    "mean true P(correct) is off by -0.0118 (z = -12). KL (the default) passes. See findings.md"
 )
 
 

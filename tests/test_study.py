@@ -31,7 +31,7 @@ def synthetic(seed: int = 0, n: int = 1500, name: str = "Synthetic") -> Populati
 def test_srs_efficiency_is_one_and_mse_is_what_it_says() -> None:
     pop = synthetic()
     res = run_study(pop, sizes=(35, 60), repetitions=8, seed=1, progress=False)
-    assert set(res.estimates) == {"SRS", "CSS", "CES", "CES-KL", "CES-common"}
+    assert set(res.estimates) == {"SRS", "CSS", "CES", "CES-Eq8", "CES-common"}
     assert res.efficiency("SRS") == 1.0
     for m, est in res.estimates.items():
         assert est.shape == (8, 2)
@@ -113,7 +113,7 @@ def test_operational_study_tiny_configuration(tmp_path: Path) -> None:
             "actual",
             "E(CES/SRS)",
             "E(CSS/SRS)",
-            "E(CES-KL/SRS)",
+            "E(CES-Eq8/SRS)",
         }
         assert 0 < r["E(CES/SRS)"] < 10
     assert [(s["pile"], s["labels"]) for s in study.small] == [(100, 30), (300, 50)]
@@ -136,4 +136,10 @@ def test_operational_study_tiny_configuration(tmp_path: Path) -> None:
 def test_default_methods_are_the_papers() -> None:
     names = {m.name: m for m in default_methods()}
     assert names["CSS"].params == {}  # css_select's defaults: 80/10/10 strata, 20/40/40
-    assert names["CES"].params == {"objective": "ce"}
+    assert names["CES"].params == {"objective": "kl"}  # labelwise's default, see ces_select
+    assert names["CES-Eq8"].params == {"objective": "ce"}
+    assert lw.ces_select.__kwdefaults__["objective"] == "kl"
+    assert lw.ces_select.__kwdefaults__["n_sections"] == 20
+    assert lw.ces_select.__kwdefaults__["initial"] == 30
+    assert lw.ces_select.__kwdefaults__["group_size"] == 5
+    assert lw.ces_select.__kwdefaults__["n_groups"] == 300

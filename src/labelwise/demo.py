@@ -21,7 +21,7 @@ METHODS: dict[str, Any] = {
     "SRS": lambda ctx, n, rng: srs_select(ctx.activations, n, rng=rng),
     "CSS": lambda ctx, n, rng: css_select(ctx.probabilities, n, rng=rng),
     "CES": lambda ctx, n, rng: ces_select(ctx.activations, n, rng=rng),
-    "CES-KL": lambda ctx, n, rng: ces_select(ctx.activations, n, objective="kl", rng=rng),
+    "CES-Eq8": lambda ctx, n, rng: ces_select(ctx.activations, n, objective="ce", rng=rng),
 }
 
 
