@@ -42,11 +42,13 @@ def check_budget(
     return budget
 
 
-def check_int(value: Any, name: str, *, minimum: int = 1) -> int:
+def check_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """An integer (not a bool) in ``[minimum, maximum]`` (``maximum=None``: unbounded)."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise LabelwiseError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise LabelwiseError(f"{name} must be >= {minimum}, got {value}")
+    if value < minimum or (maximum is not None and value > maximum):
+        bounds = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        raise LabelwiseError(f"{name} must be {bounds}, got {value}")
     return int(value)
 
 

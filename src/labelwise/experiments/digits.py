@@ -58,6 +58,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from labelwise.exceptions import LabelwiseError, MissingDependencyError
+from labelwise.experiments._torch_training import (
+    TORCH_HINT,
+    fit,
+    forward_with_activations,
+    lazy_attributes,
+    require_torch,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -83,8 +90,6 @@ SHIFTS: tuple[str, ...] = ("none", "patch", "light", "resolution")
 
 N_CLASSES = 10
 HIDDEN_SIZE = 64
-
-_TORCH_HINT = "pip install 'labelwise[torch]'"
 
 
 # --------------------------------------------------------------------------- validation
@@ -292,7 +297,7 @@ def load_digit_images() -> tuple[NDArray[np.float32], NDArray[np.int64]]:
         from sklearn.datasets import load_digits
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise MissingDependencyError(
-            f"the digits experiments need scikit-learn: {_TORCH_HINT}"
+            f"the digits experiments need scikit-learn: {TORCH_HINT}"
         ) from exc
     bunch = load_digits()
     images = (np.asarray(bunch.images, dtype=np.float32) / np.float32(16.0)).astype(np.float32)
@@ -315,13 +320,7 @@ def _parse_mutant(mutant: str | Sequence[tuple[int, int]]) -> tuple[tuple[int, i
 # --------------------------------------------------------------------------- torch
 
 
-def _require_torch() -> None:
-    try:
-        import torch  # noqa: F401
-    except ImportError as exc:
-        raise MissingDependencyError(
-            f"this part of labelwise.experiments.digits needs PyTorch: {_TORCH_HINT}"
-        ) from exc
+_require_torch = functools.partial(require_torch, __name__)
 
 
 @functools.cache
@@ -371,16 +370,8 @@ def _digits_cnn_class() -> type[torch.nn.Module]:
     return DigitsCNN
 
 
-def __getattr__(name: str) -> Any:
-    # PEP 562: ``DigitsCNN`` is built on first access so that importing this module does
-    # not import torch. (Not in ``__all__``: a star import must not need torch.)
-    if name == "DigitsCNN":
-        return _digits_cnn_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), "DigitsCNN"])
+# ``DigitsCNN`` is built on first access (not in ``__all__``: a star import must not need torch).
+__getattr__, __dir__ = lazy_attributes(globals(), {"DigitsCNN": _digits_cnn_class})
 
 
 def train_digits_cnn(
@@ -425,44 +416,18 @@ def train_digits_cnn(
         raise LabelwiseError("cannot train on zero images")
     if y_np.min() < 0 or y_np.max() >= N_CLASSES:
         raise LabelwiseError(f"labels must be in [0, {N_CLASSES}); got {np.unique(y_np)}")
-    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
-        if isinstance(value, bool) or int(value) != value or value < 1:
-            raise LabelwiseError(f"{name} must be a positive integer; got {value!r}")
-    if not (np.isfinite(learning_rate) and learning_rate > 0):
-        raise LabelwiseError(f"learning_rate must be positive; got {learning_rate!r}")
-    if num_threads is not None and (
-        isinstance(num_threads, bool) or int(num_threads) != num_threads or num_threads < 1
-    ):
-        raise LabelwiseError(f"num_threads must be a positive integer or None; got {num_threads!r}")
-
-    x = torch.from_numpy(x_np).unsqueeze(1)
-    y = torch.from_numpy(y_np)
-    order_rng = np.random.default_rng(seed)
-    n = x.shape[0]
-    previous_threads = torch.get_num_threads()
-    change_threads = num_threads is not None and int(num_threads) != previous_threads
-    try:
-        if change_threads:
-            torch.set_num_threads(int(num_threads))  # type: ignore[arg-type]
-        with torch.random.fork_rng(devices=[]), torch.enable_grad():
-            torch.manual_seed(seed)
-            model = _digits_cnn_class()()
-            model.train()
-            optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
-            loss_fn = nn.CrossEntropyLoss()
-            for _ in range(int(epochs)):
-                perm = torch.from_numpy(order_rng.permutation(n))
-                for start in range(0, n, int(batch_size)):
-                    idx = perm[start : start + int(batch_size)]
-                    optimizer.zero_grad()
-                    loss = loss_fn(model(x[idx]), y[idx])
-                    loss.backward()
-                    optimizer.step()
-    finally:
-        if change_threads:
-            torch.set_num_threads(previous_threads)
-    model.eval()
-    return model
+    return fit(
+        _digits_cnn_class(),
+        torch.from_numpy(x_np).unsqueeze(1),
+        torch.from_numpy(y_np),
+        nn.CrossEntropyLoss(),
+        epochs=epochs,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        seed=seed,
+        num_threads=num_threads,
+        one_cycle=False,
+    )
 
 
 def _forward_with_activations(
@@ -470,30 +435,9 @@ def _forward_with_activations(
 ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
     """One batched ``no_grad`` pass: (input of the last ``Linear``, softmax probabilities)."""
     import torch
-    from torch import nn
 
-    linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
-    if not linears:
-        raise LabelwiseError("the model has no torch.nn.Linear layer")
-    captured: list[torch.Tensor] = []
-
-    def hook(_module: nn.Module, args: tuple[Any, ...]) -> None:
-        captured.append(args[0].detach())
-
-    handle = linears[-1].register_forward_pre_hook(hook)
-    was_training = model.training
-    try:
-        model.eval()
-        with torch.no_grad():
-            logits = model(torch.from_numpy(images).unsqueeze(1))
-            probs = torch.softmax(logits.to(torch.float64), dim=1)
-    finally:
-        handle.remove()
-        model.train(was_training)
-    if len(captured) != 1:
-        raise LabelwiseError(f"the last Linear layer ran {len(captured)} times, expected once")
-    activations = captured[0].reshape(images.shape[0], -1).numpy().astype(np.float32)
-    probabilities = probs.numpy().astype(np.float32)
+    activations, logits = forward_with_activations(model, torch.from_numpy(images).unsqueeze(1))
+    probabilities = torch.softmax(logits.to(torch.float64), dim=1).numpy().astype(np.float32)
     return activations, probabilities
 
 

@@ -47,12 +47,14 @@ import importlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from labelwise._validation import check_int
 from labelwise.exceptions import LabelwiseError, MissingDependencyError
+from labelwise.experiments._torch_training import fit, lazy_attributes, require_torch
 from labelwise.experiments.digits import (
     _as_labels,
     _forward_with_activations,
@@ -74,22 +76,10 @@ N_CLASSES = 10
 SEQUENCE_LENGTH = 40
 HIDDEN_SIZE = 64
 
-_TORCH_HINT = "pip install 'labelwise[torch]'"
 _MNIST1D_HINT = "pip install mnist1d"
 
 
 # ------------------------------------------------------------------------------ helpers
-
-
-def _check_int(value: Any, name: str, *, low: int, high: int | None = None) -> int:
-    """``value`` as an ``int`` in ``[low, high]`` (``high=None``: unbounded), else raise."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise LabelwiseError(f"{name} must be an integer; got {value!r}")
-    out = int(value)
-    if out < low or (high is not None and out > high):
-        bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise LabelwiseError(f"{name} must be {bounds}; got {value!r}")
-    return out
 
 
 def _as_signals(x: ArrayLike, name: str = "x") -> NDArray[np.float32]:
@@ -123,8 +113,8 @@ def load_mnist1d(
     the CNN relies on). Returns float32 ``(M, 40)`` / ``(N, 40)`` signals and int64 labels,
     fresh copies of arrays cached for the last few ``(n_samples, seed)`` pairs.
     """
-    n_samples = _check_int(n_samples, "n_samples", low=20)
-    seed = _check_int(seed, "seed", low=0, high=2**32 - 1)
+    n_samples = check_int(n_samples, "n_samples", minimum=20)
+    seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
     x_train, y_train, x_op, y_op = _generate_mnist1d(n_samples, seed)
     return x_train.copy(), y_train.copy(), x_op.copy(), y_op.copy()
 
@@ -173,13 +163,7 @@ def _generate_mnist1d(
 # -------------------------------------------------------------------------------- torch
 
 
-def _require_torch() -> None:
-    try:
-        import torch  # noqa: F401
-    except ImportError as exc:
-        raise MissingDependencyError(
-            f"this part of labelwise.experiments.mnist1d needs PyTorch: {_TORCH_HINT}"
-        ) from exc
+_require_torch = functools.partial(require_torch, __name__)
 
 
 @functools.cache
@@ -234,16 +218,9 @@ def _mnist1d_cnn_class() -> type[torch.nn.Module]:
     return Mnist1dCNN
 
 
-def __getattr__(name: str) -> Any:
-    # PEP 562: ``Mnist1dCNN`` is built on first access so that importing this module does
-    # not import torch. (Not in ``__all__``: a star import must not need torch.)
-    if name == "Mnist1dCNN":
-        return _mnist1d_cnn_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), "Mnist1dCNN"])
+# ``Mnist1dCNN`` is built on first access (not in ``__all__``: a star import must not
+# need torch).
+__getattr__, __dir__ = lazy_attributes(globals(), {"Mnist1dCNN": _mnist1d_cnn_class})
 
 
 def train_mnist1d_cnn(
@@ -284,46 +261,18 @@ def train_mnist1d_cnn(
         raise LabelwiseError("cannot train on zero signals")
     if y_np.min() < 0 or y_np.max() >= N_CLASSES:
         raise LabelwiseError(f"labels must be in [0, {N_CLASSES}); got {np.unique(y_np)}")
-    epochs = _check_int(epochs, "epochs", low=1)
-    batch_size = _check_int(batch_size, "batch_size", low=1)
-    seed = _check_int(seed, "seed", low=0)
-    if not (np.isfinite(learning_rate) and learning_rate > 0):
-        raise LabelwiseError(f"learning_rate must be positive; got {learning_rate!r}")
-    threads = None if num_threads is None else _check_int(num_threads, "num_threads", low=1)
-
-    xt = torch.from_numpy(x_np).unsqueeze(1)
-    yt = torch.from_numpy(y_np)
-    order_rng = np.random.default_rng(seed)
-    n = xt.shape[0]
-    steps_per_epoch = -(-n // batch_size)
-    previous_threads = torch.get_num_threads()
-    change_threads = threads is not None and threads != previous_threads
-    try:
-        if change_threads:
-            torch.set_num_threads(threads)  # type: ignore[arg-type]
-        with torch.random.fork_rng(devices=[]), torch.enable_grad():
-            torch.manual_seed(seed)
-            model = _mnist1d_cnn_class()()
-            model.train()
-            optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
-            scheduler = torch.optim.lr_scheduler.OneCycleLR(
-                optimizer, max_lr=learning_rate, total_steps=epochs * steps_per_epoch
-            )
-            loss_fn = nn.CrossEntropyLoss()
-            for _ in range(epochs):
-                perm = torch.from_numpy(order_rng.permutation(n))
-                for start in range(0, n, batch_size):
-                    idx = perm[start : start + batch_size]
-                    optimizer.zero_grad()
-                    loss = loss_fn(model(xt[idx]), yt[idx])
-                    loss.backward()
-                    optimizer.step()
-                    scheduler.step()
-    finally:
-        if change_threads:
-            torch.set_num_threads(previous_threads)
-    model.eval()
-    return model
+    return fit(
+        _mnist1d_cnn_class(),
+        torch.from_numpy(x_np).unsqueeze(1),
+        torch.from_numpy(y_np),
+        nn.CrossEntropyLoss(),
+        epochs=epochs,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        seed=seed,
+        num_threads=num_threads,
+        one_cycle=True,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -392,9 +341,9 @@ def mnist1d_context(
     CPU thread): clean 0.959, mutants 8-0 0.756, 7-1 0.768, 9-3 0.772 (``seed=0``; see the
     module docstring for seeds 1 and 2).
     """
-    seed = _check_int(seed, "seed", low=0, high=2**32 - 1)
-    n_samples = _check_int(n_samples, "n_samples", low=20)
-    epochs = _check_int(epochs, "epochs", low=1)
+    seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
+    n_samples = check_int(n_samples, "n_samples", minimum=20)
+    epochs = check_int(epochs, "epochs", minimum=1)
     pairs = _parse_mutant(mutant) if mutant is not None else ()
     swap_labels(np.zeros(0, dtype=np.int64), pairs)  # validate the pairs before any work
     for pair in pairs:

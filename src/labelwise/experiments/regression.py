@@ -56,8 +56,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from labelwise._validation import check_int
 from labelwise.estimation import regression_scores
 from labelwise.exceptions import LabelwiseError, MissingDependencyError
+from labelwise.experiments._torch_training import (
+    TORCH_HINT,
+    fit,
+    forward_with_activations,
+    lazy_attributes,
+    require_torch,
+)
 from labelwise.experiments.digits import RngLike, _range, relight
 
 if TYPE_CHECKING:
@@ -81,21 +89,8 @@ N_FEATURES = 10
 HIDDEN_SIZE = 32
 DEFAULT_NOISE = 1.5
 
-_TORCH_HINT = "pip install 'labelwise[torch]'"
-
 
 # --------------------------------------------------------------------------- validation
-
-
-def _check_int(value: Any, name: str, *, low: int, high: int | None = None) -> int:
-    """``value`` as an ``int`` in ``[low, high]`` (``high=None``: unbounded), else raise."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise LabelwiseError(f"{name} must be an integer; got {value!r}")
-    out = int(value)
-    if out < low or (high is not None and out > high):
-        bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise LabelwiseError(f"{name} must be {bounds}; got {value!r}")
-    return out
 
 
 def _as_inputs(x: ArrayLike, name: str = "x") -> NDArray[np.float32]:
@@ -210,16 +205,16 @@ def load_friedman1(
     float32 in ``[0, 1]``; targets are float64, standardised with the training mean and
     standard deviation.
     """
-    n_train = _check_int(n_train, "n_train", low=2)
-    n_operational = _check_int(n_operational, "n_operational", low=1)
-    seed = _check_int(seed, "seed", low=0, high=2**32 - 1)
+    n_train = check_int(n_train, "n_train", minimum=2)
+    n_operational = check_int(n_operational, "n_operational", minimum=1)
+    seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
     if not (np.isfinite(noise) and noise >= 0):
         raise LabelwiseError(f"noise must be finite and non-negative; got {noise!r}")
     try:
         from sklearn.datasets import make_friedman1
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise MissingDependencyError(
-            f"the regression experiments need scikit-learn: {_TORCH_HINT}"
+            f"the regression experiments need scikit-learn: {TORCH_HINT}"
         ) from exc
     x, y = make_friedman1(
         n_samples=n_train + n_operational,
@@ -238,13 +233,7 @@ def load_friedman1(
 # -------------------------------------------------------------------------------- torch
 
 
-def _require_torch() -> None:
-    try:
-        import torch  # noqa: F401
-    except ImportError as exc:
-        raise MissingDependencyError(
-            f"this part of labelwise.experiments.regression needs PyTorch: {_TORCH_HINT}"
-        ) from exc
+_require_torch = functools.partial(require_torch, __name__)
 
 
 @functools.cache
@@ -286,16 +275,9 @@ def _regression_mlp_class() -> type[torch.nn.Module]:
     return RegressionMLP
 
 
-def __getattr__(name: str) -> Any:
-    # PEP 562: ``RegressionMLP`` is built on first access so that importing this module
-    # does not import torch. (Not in ``__all__``: a star import must not need torch.)
-    if name == "RegressionMLP":
-        return _regression_mlp_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), "RegressionMLP"])
+# ``RegressionMLP`` is built on first access (not in ``__all__``: a star import must not
+# need torch).
+__getattr__, __dir__ = lazy_attributes(globals(), {"RegressionMLP": _regression_mlp_class})
 
 
 def train_regression_mlp(
@@ -337,46 +319,18 @@ def train_regression_mlp(
         raise LabelwiseError("cannot train on zero rows")
     if not (np.all(np.isfinite(x_np)) and np.all(np.isfinite(y_np))):
         raise LabelwiseError("x and y must be finite")
-    epochs = _check_int(epochs, "epochs", low=1)
-    batch_size = _check_int(batch_size, "batch_size", low=1)
-    seed = _check_int(seed, "seed", low=0)
-    if not (np.isfinite(learning_rate) and learning_rate > 0):
-        raise LabelwiseError(f"learning_rate must be positive; got {learning_rate!r}")
-    threads = None if num_threads is None else _check_int(num_threads, "num_threads", low=1)
-
-    xt = torch.from_numpy(x_np)
-    yt = torch.from_numpy(y_np)
-    order_rng = np.random.default_rng(seed)
-    n = xt.shape[0]
-    steps_per_epoch = -(-n // batch_size)
-    previous_threads = torch.get_num_threads()
-    change_threads = threads is not None and threads != previous_threads
-    try:
-        if change_threads:
-            torch.set_num_threads(threads)  # type: ignore[arg-type]
-        with torch.random.fork_rng(devices=[]), torch.enable_grad():
-            torch.manual_seed(seed)
-            model = _regression_mlp_class()(x_np.shape[1])
-            model.train()
-            optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
-            scheduler = torch.optim.lr_scheduler.OneCycleLR(
-                optimizer, max_lr=learning_rate, total_steps=epochs * steps_per_epoch
-            )
-            loss_fn = torch.nn.MSELoss()
-            for _ in range(epochs):
-                perm = torch.from_numpy(order_rng.permutation(n))
-                for start in range(0, n, batch_size):
-                    idx = perm[start : start + batch_size]
-                    optimizer.zero_grad()
-                    loss = loss_fn(model(xt[idx]), yt[idx])
-                    loss.backward()
-                    optimizer.step()
-                    scheduler.step()
-    finally:
-        if change_threads:
-            torch.set_num_threads(previous_threads)
-    model.eval()
-    return model
+    return fit(
+        functools.partial(_regression_mlp_class(), x_np.shape[1]),
+        torch.from_numpy(x_np),
+        torch.from_numpy(y_np),
+        torch.nn.MSELoss(),
+        epochs=epochs,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        seed=seed,
+        num_threads=num_threads,
+        one_cycle=True,
+    )
 
 
 def _forward_with_activations(
@@ -384,28 +338,8 @@ def _forward_with_activations(
 ) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
     """One batched ``no_grad`` pass: (input of the last ``Linear``, predictions)."""
     import torch
-    from torch import nn
 
-    linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
-    if not linears:
-        raise LabelwiseError("the model has no torch.nn.Linear layer")
-    captured: list[torch.Tensor] = []
-
-    def hook(_module: nn.Module, args: tuple[Any, ...]) -> None:
-        captured.append(args[0].detach())
-
-    handle = linears[-1].register_forward_pre_hook(hook)
-    was_training = model.training
-    try:
-        model.eval()
-        with torch.no_grad():
-            out = model(torch.from_numpy(x))
-    finally:
-        handle.remove()
-        model.train(was_training)
-    if len(captured) != 1:
-        raise LabelwiseError(f"the last Linear layer ran {len(captured)} times, expected once")
-    activations = captured[0].reshape(x.shape[0], -1).numpy().astype(np.float32)
+    activations, out = forward_with_activations(model, torch.from_numpy(x))
     predictions = out.reshape(x.shape[0]).numpy().astype(np.float64)
     return activations, predictions
 
@@ -483,8 +417,8 @@ def regression_context(
     """
     if shift not in SHIFTS:
         raise LabelwiseError(f"unknown shift {shift!r}; expected one of {SHIFTS}")
-    seed = _check_int(seed, "seed", low=0, high=2**32 - 1)
-    epochs = _check_int(epochs, "epochs", low=1)
+    seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
+    epochs = check_int(epochs, "epochs", minimum=1)
     _require_torch()
 
     x_train, y_train, x_op, y_op = load_friedman1(n_train, n_operational, noise=noise, seed=seed)
