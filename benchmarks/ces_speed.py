@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import ces_reference
 from labelwise import ces_select
-from labelwise.sampling.ces import CESState
+from labelwise.sampling.ces import CESState, _run
 
 
 def relu_activations(n: int, m: int, seed: int) -> np.ndarray:
@@ -46,9 +46,13 @@ def main() -> None:
     t_jit = time.perf_counter() - t0
 
     x = relu_activations(args.rows, args.neurons, 0)
+    params = {"n_sections": 20, "initial": 30, "group_size": 5, "n_groups": 300}
     t0 = time.perf_counter()
-    state = CESState(x, n_sections=20, objective="ce", epsilon=1e-10)
+    state = CESState(x, n_sections=20, objective="kl", epsilon=1e-10)
     t_prep = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    _run(state, np.empty(0, dtype=np.int64), args.budget, params, np.random.default_rng(0), False)
+    t_steps = time.perf_counter() - t0
     t0 = time.perf_counter()
     sel = ces_select(x, args.budget, rng=0)
     t_large = time.perf_counter() - t0
@@ -67,9 +71,9 @@ def main() -> None:
 
     print(f"CES select {args.budget} of {args.rows:,} x {args.neurons:,} (K=20, p=30, q=5, l=300)")
     print(f"  one-off JIT compile / cache load : {t_jit:8.3f} s")
-    print(f"  sections + P_S (one pass)        : {t_prep:8.3f} s")
-    print(f"  14 steps of 300 groups (the rest): {t_large - t_prep:8.3f} s")
-    print(f"  whole selection                  : {t_large:8.3f} s   target <= 1 s")
+    print(f"  bounds, sections and P_S (2 passes over the pile): {t_prep:6.3f} s")
+    print(f"  initial rows + 14 steps of 300 candidate groups   : {t_steps:6.3f} s")
+    print(f"  whole ces_select (the same work, timed again)     : {t_large:6.3f} s   target <= 1 s")
     print(f"  selected {len(sel)} rows, objective {sel.diagnostics['objective_trace'][-1]:.4f}")
     print(f"small case {n_small} of 300 x 16, l={l_small}:")
     print(f"  package  : {t_pkg_small * 1e3:10.2f} ms")

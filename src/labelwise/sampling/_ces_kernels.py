@@ -129,17 +129,20 @@ def _score_groups(
     tab_plogp: Any,
     tab_p: Any,
     threshold: float,
+    step1: Any,
 ) -> Any:
     """Change in the summed objective when each candidate group is added to T.
 
     ``groups`` is (l, q) row indices; ``counts`` the (m, K) section counts of T. Only the
-    cells a group touches change, so a group costs O(q m) instead of O(K m).
+    cells a group touches change, so a group costs O(q m) instead of O(K m). Most touched
+    cells gain one row: ``step1[k, j]`` = phi(c + 1) - phi(c) is precomputed per step in a
+    (section, neuron) layout, so those cost one contiguous read.
     """
     n_groups, q = groups.shape
     m = cols.shape[0]
     out = np.empty(n_groups, dtype=np.float64)
     for g in nb.prange(n_groups):
-        codes = np.empty((q, m), dtype=np.int64)
+        codes = np.empty((q, m), dtype=np.uint8)
         for r in range(q):
             i = groups[g, r]
             for jj in range(m):
@@ -159,6 +162,9 @@ def _score_groups(
                 for r2 in range(r + 1, q):
                     if codes[r2, jj] == k:
                         d += 1
+                if d == 1:
+                    total += step1[k, jj]
+                    continue
                 c = counts[jj, k]
                 ps = p_s[jj, k]
                 lps = log_p_s[jj, k]

@@ -210,15 +210,18 @@ class CESState:
             tab_plogp = np.where(c > 0, p * np.log(np.where(c > 0, p, 1.0)), 0.0)
         return tab_log, tab_plogp, p
 
-    def _cell_sum(self, counts: NDArray[np.int64], size: int) -> float:
+    def _cells(self, counts: NDArray[np.int64], size: int) -> NDArray[np.float64]:
+        """Per-(neuron, section) terms of the summed objective for counts of a T of ``size``."""
         tab_log, tab_plogp, tab_p = self._tables(size)
         if self.objective_id == kern.OBJ_KL:
-            cells = np.where(counts > 0, tab_plogp[counts] - tab_p[counts] * self.log_p_s, 0.0)
-        else:
-            cells = -self.p_s * tab_log[counts]
-            if self.objective_id == kern.OBJ_CE_COMMON:
-                cells = np.where(self.p_s >= 0.5 / size, cells, 0.0)
-        return float(cells.sum())
+            return np.where(counts > 0, tab_plogp[counts] - tab_p[counts] * self.log_p_s, 0.0)
+        cells = -self.p_s * tab_log[counts]
+        if self.objective_id == kern.OBJ_CE_COMMON:
+            cells = np.where(self.p_s >= 0.5 / size, cells, 0.0)
+        return np.asarray(cells)
+
+    def _cell_sum(self, counts: NDArray[np.int64], size: int) -> float:
+        return float(self._cells(counts, size).sum())
 
     def objective(self) -> float:
         """The objective of the current T, averaged over neurons."""
@@ -230,7 +233,9 @@ class CESState:
         """Objective of T ∪ Q for every candidate group Q (rows of ``groups``)."""
         size = self.size + groups.shape[1]
         tab_log, tab_plogp, tab_p = self._tables(size)
-        base = self._cell_sum(self.counts, size)
+        now = self._cells(self.counts, size)
+        base = float(now.sum())
+        step1 = np.ascontiguousarray((self._cells(self.counts + 1, size) - now).T)
         delta = kern.score_groups(
             self.x,
             np.ascontiguousarray(groups, dtype=np.int64),
@@ -246,6 +251,7 @@ class CESState:
             tab_plogp,
             tab_p,
             0.5 / size,
+            step1,
         )
         return (base + delta) / self.n_neurons
 
