@@ -451,3 +451,20 @@ def test_help_explains(capsys: pytest.CaptureFixture) -> None:
     out = capsys.readouterr().out
     for word in ("select", "estimate", "capture", "demo", "typical session"):
         assert word in out
+
+
+def test_demo_end_to_end_and_its_hints(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "demo"
+    assert main(["demo", "--budget", "60", "--repeats", "3", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    for method in ("SRS", "CSS", "CES", "CES-Eq8"):
+        assert f"  {method} " in printed
+    summary = json.loads((out / "demo.json").read_text())
+    assert summary["budget"] == 60 and len(summary["spread"]) == 4
+    assert 0.5 < summary["true_accuracy"] < 1
+    # the commands the demo suggests work as printed
+    assert main(["estimate", str(out / "ces"), "--labels", str(out / "ces" / "labels.csv")]) == 0
+    est = json.loads((out / "ces" / "estimate.json").read_text())["estimate"]
+    assert est["n_labelled"] == 60
+    assert main(["select", "--extend", str(out / "ces"), "--budget", "20"]) == 0
+    assert len(_selected_rows(out / "ces")) == 80

@@ -64,7 +64,7 @@ def run_demo(
             f"  {name:<8}{est.value:>10.4f}  [{est.ci_low:.4f}, {est.ci_high:.4f}]  "
             f"{est.value - truth:>+9.4f}  {covers}"
         )
-        _save_selection(out / name.lower(), sel, sources, seed)
+        _save_selection(out / name.lower(), sel, sources, seed, ctx.labels)
 
     print(f"\nSpread over {repeats} repetitions of {budget} labels (true accuracy {truth:.4f}):")
     rows = _repeat(ctx, budget, repeats, seed, scores_all)
@@ -95,10 +95,12 @@ def run_demo(
             "spread": summary,
         },
     )
-    print(f"\nwrote {out}/: demo.json, labels.csv and one selection per method", end="")
-    print(f"{', ' + plot if plot else ''}")
     print(
-        f"try: labelwise estimate {out}/ces --labels {out}/labels.csv\n"
+        f"\nwrote {out}/: demo.json{', ' + plot if plot else ''}, answer_key.csv (every true "
+        "label: only a demo has one) and per method a selection with the labels of its rows"
+    )
+    print(
+        f"try: labelwise estimate {out}/ces --labels {out}/ces/labels.csv\n"
         f"     labelwise select --extend {out}/ces --budget 20"
     )
     return 0
@@ -143,7 +145,9 @@ def _save_pile(ctx: Any, out: Path) -> dict[str, Any]:
     save_array(out / "activations.npy", ctx.activations)
     save_array(out / "probabilities.npy", ctx.probabilities)
     save_array(out / "predictions.npy", ctx.predictions)
-    write_csv(out / "labels.csv", ["row", "label"], [[i, int(y)] for i, y in enumerate(ctx.labels)])
+    write_csv(
+        out / "answer_key.csv", ["row", "label"], [[i, int(y)] for i, y in enumerate(ctx.labels)]
+    )
     sources = {}
     for key, fname, arr in (
         ("activations", "activations.npy", ctx.activations),
@@ -154,10 +158,15 @@ def _save_pile(ctx: Any, out: Path) -> dict[str, Any]:
     return sources
 
 
-def _save_selection(directory: Path, sel: Selection, sources: dict[str, Any], seed: int) -> None:
+def _save_selection(
+    directory: Path, sel: Selection, sources: dict[str, Any], seed: int, labels: np.ndarray
+) -> None:
+    """The selection, and its labels as a human labeller would return them (selected rows)."""
     from .cli import write_selection
 
     write_selection(directory, sel, sources, seed)
+    rows = [[int(r), int(labels[r])] for r in sel.indices]
+    write_csv(directory / "labels.csv", ["row", "label"], rows)
 
 
 def _plot(rows: dict[str, dict[str, Any]], truth: float, budget: int, out: Path) -> str | None:
