@@ -80,8 +80,9 @@ def ces_select(
     search chases rare, extreme activations and the sample mean becomes biased: in
     ``tests/test_statistics.py`` Eq. 8 was biased by -1.3 accuracy points (5.8 Monte-Carlo
     standard errors) where KL was unbiased, and over the 11 contexts of
-    ``labelwise study operational`` Eq. 8 averaged E(CES/SRS) = 1.33 (worse than random
-    sampling; worst case 3.7) against 0.89 for KL. KL is also what the paper uses for small
+    ``labelwise study operational`` Eq. 8 averaged E(CES/SRS) = 1.22 (worse than random
+    sampling; worst case 3.36) against 0.80 for KL (worst 1.39; in an earlier run with other
+    random streams 1.33 against 0.89). KL is also what the paper uses for small
     piles (Sec. 4.3.4) and what the authors' scripts minimise. Eq. 8 stays available as
     ``objective="ce"``.
 
