@@ -48,11 +48,23 @@ def atomic_write(
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _mode_for(path: Path) -> int:
+    """The replaced file's permissions, or those a new file gets under the umask
+    (``mkstemp`` creates its file readable by the owner only)."""
+    try:
+        return os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:

@@ -1,0 +1,89 @@
+"""Atomic writes: complete files or none, with ordinary permissions."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from labelwise import LabelwiseError
+from labelwise.io import atomic_write, load_array, read_labels_csv, save_array, write_json
+
+
+def test_new_files_get_umask_permissions(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        write_json(tmp_path / "a.json", {"x": 1})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o644
+
+
+def test_replacing_keeps_the_files_permissions(tmp_path: Path) -> None:
+    target = tmp_path / "a.json"
+    target.write_text("{}")
+    target.chmod(0o640)
+    write_json(target, {"x": 2})
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert target.read_text().strip().endswith("}")
+
+
+def test_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "a.json"
+    target.write_text('{"old": true}')
+
+    def boom(fh: object) -> None:
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        atomic_write(target, boom)
+    assert target.read_text() == '{"old": true}'
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+
+
+def test_nan_is_not_written_as_json(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        write_json(tmp_path / "a.json", {"x": float("nan")})
+    assert not (tmp_path / "a.json").exists()
+
+
+def test_arrays_round_trip_and_pickles_are_refused(tmp_path: Path) -> None:
+    save_array(tmp_path / "a.npy", np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(
+        load_array(tmp_path / "a.npy", "--x"), np.arange(6.0).reshape(2, 3)
+    )
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(LabelwiseError, match="--x"):
+        load_array(tmp_path / "obj.npy", "--x")
+    with pytest.raises(LabelwiseError, match="does not exist"):
+        load_array(tmp_path / "missing.npy", "--x")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "is empty"),
+        ("row,label\n", "no labels"),
+        ("row,foo\n1,2\n", "exactly one of"),
+        ("label\n1\n", "'row' column"),
+        ("row,label\n1,2\n1,3\n", "more than once"),
+        ("row,target\n1,nan\n", "finite number"),
+        ("row,label\n1,\n", "empty label"),
+        ("row,label\nx,1\n", "row must be an integer"),
+    ],
+)
+def test_label_csv_errors(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "l.csv"
+    path.write_text(text)
+    with pytest.raises(LabelwiseError, match=message):
+        read_labels_csv(path)
+
+
+def test_label_csv_reads_kinds(tmp_path: Path) -> None:
+    path = tmp_path / "l.csv"
+    path.write_text("Row,Target\n3,0.5\n1,2.0\n\n")
+    rows, kind, values = read_labels_csv(path)
+    assert kind == "target" and rows.tolist() == [3, 1] and values.tolist() == [0.5, 2.0]
