@@ -416,9 +416,34 @@ def _allocation(text: str) -> Any:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    doc = read_json(args.dir / "selection.json", "DIR")
-    sel = Selection.from_dict(doc.get("selection", {}))
-    rows, kind, values = read_labels_csv(args.labels)
+    doc, sel = _load_selection(args.dir)
+    kind, ordered = labels_for_selection(args.labels, sel, args.dir)
+    scores, metric = _scores(args, doc, sel, kind, ordered)
+    est = estimate(sel, scores, confidence=args.confidence, metric=metric)
+    write_json(
+        args.dir / "estimate.json", {"estimate": est.to_dict(), "selection_method": sel.method}
+    )
+    if args.json:
+        import json
+
+        print(json.dumps(est.to_dict(), indent=2))
+    else:
+        print(format_estimate(est))
+    return 0
+
+
+def _load_selection(directory: Path) -> tuple[dict[str, Any], Selection]:
+    doc = read_json(directory / "selection.json", "DIR")
+    return doc, Selection.from_dict(doc.get("selection", {}))
+
+
+def labels_for_selection(path: Path, sel: Selection, directory: Path) -> tuple[str, np.ndarray]:
+    """The label column's kind and its values in selection order: exactly the selected rows.
+
+    Rows outside the pile, labels for rows that were not selected (they would bias the
+    estimate) and selected rows without a label are errors that name the rows.
+    """
+    rows, kind, values = read_labels_csv(path)
     n_pop = sel.population_size
     out_of_range = rows[(rows < 0) | (rows >= n_pop)]
     if out_of_range.size:
@@ -437,21 +462,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if missing:
         raise LabelwiseError(
             f"--labels: {len(missing)} selected rows have no label, e.g. {missing[:10]} "
-            f"(see {args.dir / 'to_label.csv'})"
+            f"(see {directory / 'to_label.csv'})"
         )
-    ordered = np.asarray([have[int(r)] for r in sel.indices])
-    scores, metric = _scores(args, doc, sel, kind, ordered)
-    est = estimate(sel, scores, confidence=args.confidence, metric=metric)
-    write_json(
-        args.dir / "estimate.json", {"estimate": est.to_dict(), "selection_method": sel.method}
-    )
-    if args.json:
-        import json
-
-        print(json.dumps(est.to_dict(), indent=2))
-    else:
-        print(format_estimate(est))
-    return 0
+    return kind, np.asarray([have[int(r)] for r in sel.indices])
 
 
 def _scores(
