@@ -1,4 +1,4 @@
-"""One contract that every sampler (SRS, CSS, CES) must honour.
+"""One contract that every sampler (SRS, CSS, CES, SDS, DDG, RDG) must honour.
 
 Each sampler is built by a factory on the same synthetic pile; the tests below are
 parametrized over the factories, so a new sampler gets the whole contract by adding one.
@@ -33,11 +33,24 @@ def _pile() -> dict[str, np.ndarray]:
 PILE = _pile()
 
 
+def _model_predictions(n_models: int = 8) -> np.ndarray:
+    """Class labels of several models on the pile (5 classes), right on about 60-95% of rows."""
+    rng = np.random.default_rng(54321)
+    truth = rng.integers(0, 5, N)
+    wrong = rng.random((n_models, N)) > np.linspace(0.95, 0.6, n_models)[:, None]
+    other = (truth[None, :] + rng.integers(1, 5, (n_models, N))) % 5
+    return np.where(wrong, other, truth[None, :])
+
+
+PREDICTIONS = _model_predictions()
+
+
 @dataclass(frozen=True)
 class Sampler:
     name: str
     data: Any  # what the sampler (and extend) is given
     select: Callable[..., lw.Selection]  # select(budget, rng) -> Selection
+    random: bool = True  # False for a deterministic sampler (DDG): the seed must not matter
 
 
 def _srs(budget: Any, rng: Any) -> lw.Selection:
@@ -53,10 +66,27 @@ def _ces(budget: Any, rng: Any) -> lw.Selection:
     return lw.ces_select(PILE["activations"], budget, n_groups=40, rng=rng)
 
 
+# SDS and RDG with every row a candidate: the contract extends up to the whole pile, and
+# going past the candidate set warns by design (tested in test_sds.py and test_gini.py).
+def _sds(budget: Any, rng: Any) -> lw.Selection:
+    return lw.sds_select(PREDICTIONS, budget, candidate_fraction=1.0, rng=rng)
+
+
+def _ddg(budget: Any, rng: Any) -> lw.Selection:
+    return lw.ddg_select(PILE["probs"], budget, rng=rng)
+
+
+def _rdg(budget: Any, rng: Any) -> lw.Selection:
+    return lw.rdg_select(PILE["probs"], budget, candidate_fraction=1.0, rng=rng)
+
+
 SAMPLERS = [
     Sampler("srs", PILE["activations"], _srs),
     Sampler("css", PILE["probs"], _css),
     Sampler("ces", PILE["activations"], _ces),
+    Sampler("sds", PREDICTIONS, _sds),
+    Sampler("ddg", PILE["probs"], _ddg, random=False),
+    Sampler("rdg", PILE["probs"], _rdg),
 ]
 
 
@@ -108,6 +138,9 @@ def test_same_seed_same_selection(sampler: Sampler, seed: int) -> None:
 def test_other_seed_other_selection(sampler: Sampler) -> None:
     a = sampler.select(BUDGET, 1)
     b = sampler.select(BUDGET, 2)
+    if not sampler.random:
+        assert np.array_equal(a.indices, b.indices)
+        return
     assert not np.array_equal(a.indices, b.indices)
     assert set(a.indices.tolist()) != set(b.indices.tolist())
 
@@ -149,7 +182,7 @@ def test_extension_is_reproducible_from_the_stored_state(sampler: Sampler) -> No
     c = lw.extend(sel, sampler.data, MORE, rng=99)
     d = lw.extend(sel, sampler.data, MORE, rng=99)
     assert np.array_equal(c.indices, d.indices)
-    assert not np.array_equal(a.indices, c.indices)
+    assert np.array_equal(a.indices, c.indices) != sampler.random
 
 
 def test_extension_twice_is_valid(sampler: Sampler) -> None:
@@ -218,6 +251,9 @@ def test_from_dict_rejects_other_formats() -> None:
         ("ces", 40, 15),
         ("ces", 30, 25),
         ("ces", 55, 7),  # n - initial = 25, a whole number of groups; m need not be
+        ("sds", 40, 15),
+        ("ddg", 40, 15),
+        ("rdg", 40, 15),
     ],
 )
 def test_select_then_extend_equals_selecting_at_once(name: str, n: int, m: int) -> None:

@@ -2,23 +2,36 @@
 
 from __future__ import annotations
 
-from ._results import Estimate, Selection
+from ._results import Estimate, Ranking, Selection
 from .estimation import (
     ces_estimate,
+    cliffs_delta,
     correctness,
     estimate,
+    jaccard_top_k,
+    magnitude,
+    rank_models,
+    rank_sum_test,
     regression_scores,
+    spearman,
     srs_estimate,
     stratified_estimate,
     wilson_interval,
+    wtl,
 )
 from .exceptions import DegenerateDataWarning, LabelwiseError, MissingDependencyError
 from .sampling import (
+    SDSDiscrimination,
     ces_objective,
     ces_select,
     confidence_strata,
     css_select,
+    ddg_select,
+    deepgini_impurity,
     extend,
+    rdg_select,
+    sds_discrimination,
+    sds_select,
     srs_select,
 )
 
@@ -29,19 +42,33 @@ __all__ = [
     "Estimate",
     "LabelwiseError",
     "MissingDependencyError",
+    "Ranking",
+    "SDSDiscrimination",
     "Selection",
     "__version__",
     "ces_estimate",
     "ces_objective",
     "ces_select",
+    "cliffs_delta",
     "confidence_strata",
     "correctness",
     "css_select",
+    "ddg_select",
+    "deepgini_impurity",
     "estimate",
     "extend",
+    "jaccard_top_k",
+    "magnitude",
+    "rank_models",
+    "rank_sum_test",
+    "rdg_select",
     "regression_scores",
+    "sds_discrimination",
+    "sds_select",
+    "spearman",
     "srs_estimate",
     "srs_select",
     "stratified_estimate",
     "wilson_interval",
+    "wtl",
 ]

@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from .exceptions import LabelwiseError
 
-__all__ = ["Estimate", "Selection"]
+__all__ = ["Estimate", "Ranking", "Selection"]
 
 SELECTION_FORMAT = 1
 
@@ -147,6 +147,73 @@ class Estimate:
             "interval": self.interval,
             "population_size": self.population_size,
             "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class Ranking:
+    """Models ranked by their accuracy on the labelled inputs (arrays are read-only).
+
+    Attributes
+    ----------
+    model_names:
+        One name per model (default ``"M1"``, ``"M2"``, ...).
+    accuracy:
+        (n_models,) share of the labelled inputs each model predicts correctly.
+    n_correct:
+        (n_models,) number of labelled inputs each model predicts correctly.
+    ci_low, ci_high:
+        (n_models,) Wilson ``confidence`` interval of each accuracy.
+    rank:
+        (n_models,) estimated rank, 1 = best; tied models share the smallest rank of the tie
+        (1, 2, 2, 4).
+    order:
+        (n_models,) model indices from best to worst; ties by model index.
+    prob_better:
+        (n_models - 1,) bootstrap probability that model ``order[r]`` truly has a higher
+        accuracy than ``order[r + 1]`` (ties in a bootstrap replicate count as half).
+    n_labelled:
+        Number of labelled inputs.
+    confidence:
+        Level of the intervals.
+    n_bootstrap:
+        Bootstrap replicates behind ``prob_better``.
+    """
+
+    model_names: tuple[str, ...]
+    accuracy: NDArray[np.float64]
+    n_correct: NDArray[np.int64]
+    ci_low: NDArray[np.float64]
+    ci_high: NDArray[np.float64]
+    rank: NDArray[np.int64]
+    order: NDArray[np.int64]
+    prob_better: NDArray[np.float64]
+    n_labelled: int
+    confidence: float
+    n_bootstrap: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "model_names", tuple(str(n) for n in self.model_names))
+        for name in ("accuracy", "n_correct", "ci_low", "ci_high", "rank", "order", "prob_better"):
+            object.__setattr__(self, name, _readonly(np.asarray(getattr(self, name))))
+
+    def __len__(self) -> int:
+        return len(self.model_names)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict."""
+        return {
+            "model_names": list(self.model_names),
+            "accuracy": self.accuracy.tolist(),
+            "n_correct": self.n_correct.tolist(),
+            "ci_low": self.ci_low.tolist(),
+            "ci_high": self.ci_high.tolist(),
+            "rank": self.rank.tolist(),
+            "order": self.order.tolist(),
+            "prob_better": self.prob_better.tolist(),
+            "n_labelled": self.n_labelled,
+            "confidence": self.confidence,
+            "n_bootstrap": self.n_bootstrap,
         }
 
 

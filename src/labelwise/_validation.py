@@ -126,3 +126,58 @@ def check_scores(scores: ArrayLike, name: str = "scores") -> NDArray[np.float64]
 def is_binary(scores: NDArray[Any]) -> bool:
     """True when every score is 0 or 1 (a classification correctness indicator)."""
     return bool(np.all((scores == 0) | (scores == 1)))
+
+
+def check_model_predictions(
+    predictions: Any, name: str = "predictions", *, min_models: int = 1
+) -> tuple[NDArray[np.int64], int | None]:
+    """Predicted class labels of several models on the same inputs.
+
+    ``predictions`` is (n_models, N) non-negative integer class labels, or
+    (n_models, N, C) class probabilities or scores (the argmax per input is the label; ties go
+    to the lower class, as ``numpy.argmax``). A list with one entry per model is accepted;
+    every model must cover the same inputs. Returns the (n_models, N) int64 labels and C
+    (None when labels were given).
+    """
+    if isinstance(predictions, list | tuple) and len(predictions) > 1:
+        try:
+            shapes = [np.shape(p) for p in predictions]
+        except ValueError:
+            shapes = []
+        if len(set(shapes)) > 1:
+            raise LabelwiseError(
+                f"{name} must give every model the same inputs, got per-model shapes "
+                f"{sorted(set(shapes))}"
+            )
+    try:
+        arr = np.asarray(predictions)
+    except (TypeError, ValueError) as exc:
+        raise LabelwiseError(
+            f"{name} must be an (n_models, N) or (n_models, N, C) array with every model "
+            f"predicting the same inputs: {exc}"
+        ) from None
+    if arr.ndim not in (2, 3):
+        raise LabelwiseError(
+            f"{name} must be (n_models, N) class labels or (n_models, N, C) probabilities, "
+            f"got shape {arr.shape}"
+        )
+    if arr.size == 0:
+        raise LabelwiseError(
+            f"{name} must hold at least one model and one input, got shape {arr.shape}"
+        )
+    if arr.shape[0] < min_models:
+        raise LabelwiseError(
+            f"{name} must come from at least {min_models} models, got {arr.shape[0]}"
+        )
+    arr = check_finite_array(arr, name, ndim=(2, 3))
+    if arr.ndim == 3:
+        return arr.argmax(axis=2).astype(np.int64), int(arr.shape[2])
+    if arr.dtype.kind == "f" and not np.all(arr == np.round(arr)):
+        raise LabelwiseError(
+            f"{name} must be integer class labels when 2-D (pass (n_models, N, C) for "
+            "probabilities)"
+        )
+    labels = arr.astype(np.int64)
+    if labels.min() < 0:
+        raise LabelwiseError(f"{name} must be non-negative class labels, got {labels.min()}")
+    return labels, None

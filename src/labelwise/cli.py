@@ -16,7 +16,7 @@ import numpy as np
 
 from . import __version__
 from ._results import Estimate, Selection
-from .estimation import correctness, estimate, regression_scores
+from .estimation import correctness, estimate, rank_models, regression_scores
 from .exceptions import LabelwiseError, MissingDependencyError
 from .io import (
     file_digest,
@@ -27,7 +27,16 @@ from .io import (
     write_csv,
     write_json,
 )
-from .sampling import CES_OBJECTIVES, ces_select, css_select, extend, srs_select
+from .sampling import (
+    CES_OBJECTIVES,
+    ces_select,
+    css_select,
+    ddg_select,
+    extend,
+    rdg_select,
+    sds_select,
+    srs_select,
+)
 
 EPILOG = """\
 typical session:
@@ -82,7 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     s.add_argument(
-        "--method", choices=["srs", "css", "ces"], help="sampling method (not with --extend)"
+        "--method",
+        choices=["srs", "css", "ces", "sds", "ddg", "rdg"],
+        help="srs, css, ces: estimate one model's accuracy; sds, ddg, rdg: rank several "
+        "models (--predictions). Not with --extend",
     )
     s.add_argument(
         "--budget", type=int, required=True, help="rows to label (with --extend: rows to add)"
@@ -113,6 +125,23 @@ def build_parser() -> argparse.ArgumentParser:
         "ce-common: Eq. 8 without sections rarer than 0.5/|T|",
     )
     g.add_argument("--epsilon", type=float, default=1e-10, help="floor for empty sections (ce*)")
+    s.add_argument(
+        "--predictions",
+        type=Path,
+        help="(M, N) predicted classes or (M, N, C) probabilities of M models, .npy "
+        "(SDS, DDG, RDG; DeepGini needs probabilities)",
+    )
+    g = s.add_argument_group("SDS and DeepGini (Meng et al. 2021, Sec. III-B, IV-B)")
+    g.add_argument("--top-fraction", type=float, default=0.27, help="SDS: top/bottom model share")
+    g.add_argument(
+        "--candidate-fraction", type=float, default=0.25, help="SDS, RDG: candidate input share"
+    )
+    g.add_argument(
+        "--combine",
+        choices=["max", "min", "mean"],
+        default="max",
+        help="DeepGini: how the models' impurities of an input are combined",
+    )
     g = s.add_argument_group("CSS (Li et al. 2019, Sec. 3.1)")
     g.add_argument(
         "--strata", default="0.8,0.1,0.1", help="stratum shares, most to least confident"
@@ -151,6 +180,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the estimate as JSON instead of a table"
     )
     e.set_defaults(func=cmd_estimate)
+
+    rk = sub.add_parser(
+        "rank",
+        help="rank several models from the labels of a selection",
+        description=(
+            "Rank M models by their accuracy on the labelled rows of a selection (made with "
+            "--method sds, ddg, rdg or any other). Prints each model's estimated accuracy, "
+            "its Wilson interval, its rank, and the paired-bootstrap probability that it is "
+            "truly better than the next model; writes DIR/ranking.json. For SDS, DDG and RDG "
+            "the labelled rows are not a random sample of the pile: the accuracies speak to "
+            "the order of the models, not to their accuracy on the whole pile."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    rk.add_argument("dir", type=Path, help="selection directory written by 'labelwise select'")
+    rk.add_argument("--labels", type=Path, required=True, help="CSV: row,label")
+    rk.add_argument(
+        "--predictions",
+        type=Path,
+        help="(M, N) classes or (M, N, C) probabilities, .npy (default: the selection's)",
+    )
+    rk.add_argument("--names", help="comma-separated model names (default M1, M2, ...)")
+    rk.add_argument("--confidence", type=float, default=0.95, help="confidence level")
+    rk.add_argument("--bootstrap", type=int, default=2000, help="bootstrap replicates")
+    rk.add_argument("--seed", type=int, default=0, help="seed for the bootstrap")
+    rk.set_defaults(func=cmd_rank)
 
     c = sub.add_parser(
         "capture",
@@ -216,8 +271,54 @@ def build_parser() -> argparse.ArgumentParser:
     op.add_argument("--seed", type=int, default=0, help="seed for data, models and sampling")
     op.add_argument("--jobs", type=int, default=1, help="worker processes for the repetitions")
     op.set_defaults(func=cmd_study_operational)
+    cp = st_sub.add_parser(
+        "comparative",
+        help="the SDS paper's Table II: ranking a zoo of models with few labels",
+        description=(
+            "Reproduces the evaluation of Meng et al. 2021 (Sec. IV-V, Table II, Fig. 4; Sec. "
+            "VI): trains a zoo of 24 MNIST-1D classifiers of varied architecture, width, "
+            "training length and seed, then for sample sizes 35..180 and repeated draws "
+            "measures how well SDS, CES (best of n, an oracle), DDG, RDG and SRS rank the "
+            "models (Spearman's rho, Jaccard of the top 10) with W/T/L of SDS against each; "
+            "also the 4-model case and ranking by majority vote without labels. Writes "
+            "ranking_*.csv, comparative.json and ranking.png. Needs: pip install "
+            "'labelwise[study]'."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    cp.add_argument("--quick", action="store_true", help="6 sizes and 20 repetitions")
+    cp.add_argument("--out", type=Path, default=Path("study-out"), help="output directory")
+    cp.add_argument("--seed", type=int, default=0, help="seed for data, models and sampling")
+    cp.set_defaults(func=cmd_study_comparative)
     st.set_defaults(func=lambda a: _missing_study(st))
     return p
+
+
+def cmd_study_comparative(args: argparse.Namespace) -> int:
+    from .experiments.comparative import (
+        ComparativeConfig,
+        format_table,
+        run_comparative_study,
+        write_outputs,
+    )
+
+    config = ComparativeConfig.quick(args.seed) if args.quick else ComparativeConfig(seed=args.seed)
+    print(
+        f"comparative study ({'quick' if args.quick else 'full'}): sizes "
+        f"{config.sizes[0]}..{config.sizes[-1]}, {config.repetitions} repetitions, seed {args.seed}"
+    )
+    cs = run_comparative_study(config)
+    n_models = len(cs.main.model_names)
+    print(f"\nRanking {n_models} models (Table II layout; W/T/L of SDS against each baseline):")
+    print(format_table(cs.main))
+    print(f"\nFewer models: {len(cs.few.model_names)} (Sec. VI):")
+    print(format_table(cs.few, k=1))
+    for label, vote in (("zoo", cs.vote_main), ("4 models", cs.vote_few)):
+        parts = ", ".join(f"{k} {v:.3f}" for k, v in vote.items())
+        print(f"\nMajority vote as labels, no labelling at all ({label}): {parts}")
+    written = write_outputs(cs, args.out)
+    print(f"\nwrote {', '.join(written)} to {args.out} ({cs.seconds:.0f} s)")
+    return 0
 
 
 def _missing_study(parser: argparse.ArgumentParser) -> int:
@@ -269,12 +370,22 @@ def cmd_select(args: argparse.Namespace) -> int:
     ):
         if path is not None:
             arrays[key] = _load_source(path, flag, key, sources)
-    rows = {a.shape[0] for a in arrays.values()}
+    if args.predictions is not None:
+        preds = _load_source(args.predictions, "--predictions", "predictions", sources)
+        if preds.ndim not in (2, 3):
+            raise LabelwiseError(
+                f"--predictions must be (models, inputs) or (models, inputs, classes), "
+                f"got shape {preds.shape}"
+            )
+        arrays["predictions"] = preds
+    rows = {a.shape[1] if k == "predictions" else a.shape[0] for k, a in arrays.items()}
     if len(rows) > 1:
         raise LabelwiseError(
-            f"--activations and --probs must have the same number of rows, got {sorted(rows)}"
+            f"the inputs must describe the same pile rows, got row counts {sorted(rows)}"
         )
-    if args.method == "ces":
+    if args.method in ("sds", "ddg", "rdg"):
+        sel = _select_models(args, _need(arrays, "predictions", "--predictions", args.method), seed)
+    elif args.method == "ces":
         sel = ces_select(
             _need(arrays, "activations", "--activations", "CES"),
             args.budget,
@@ -310,6 +421,31 @@ def cmd_select(args: argparse.Namespace) -> int:
     return 0
 
 
+def _select_models(args: argparse.Namespace, preds: np.ndarray, seed: int) -> Selection:
+    if args.method == "sds":
+        return sds_select(
+            preds,
+            args.budget,
+            top_fraction=args.top_fraction,
+            candidate_fraction=args.candidate_fraction,
+            rng=seed,
+        )
+    if preds.ndim != 3:
+        raise LabelwiseError(
+            f"--predictions must hold probabilities (models, inputs, classes) for "
+            f"{args.method.upper()}, got shape {preds.shape}"
+        )
+    if args.method == "ddg":
+        return ddg_select(preds, args.budget, combine=args.combine, rng=seed)
+    return rdg_select(
+        preds,
+        args.budget,
+        combine=args.combine,
+        candidate_fraction=args.candidate_fraction,
+        rng=seed,
+    )
+
+
 def _select_extend(args: argparse.Namespace) -> int:
     directory = args.extend
     doc = read_json(directory / "selection.json", "--extend")
@@ -322,6 +458,8 @@ def _select_extend(args: argparse.Namespace) -> int:
         data = _reload_source(sources, "activations")
     elif sel.method == "css":
         data = _reload_source(sources, "probs")
+    elif sel.method in ("sds", "ddg", "rdg"):
+        data = _reload_source(sources, "predictions")
     before = sel.budget
     new = extend(sel, data, args.budget)
     out = args.out or directory
@@ -519,6 +657,62 @@ def format_estimate(est: Estimate) -> str:
         f"  {'standard error':<18}{est.std_error:.4f}",
         f"  {pct + ' interval':<18}[{est.ci_low:.4f}, {est.ci_high:.4f}]  ({est.interval})",
     ]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------ rank
+
+
+def cmd_rank(args: argparse.Namespace) -> int:
+    doc, sel = _load_selection(args.dir)
+    kind, labels = labels_for_selection(args.labels, sel, args.dir)
+    if kind != "label":
+        raise LabelwiseError(f"--labels: ranking needs a 'label' column (classes), got '{kind}'")
+    if args.predictions is not None:
+        preds = load_array(args.predictions, "--predictions")
+    elif "predictions" in doc.get("sources", {}):
+        preds = _reload_source(doc["sources"], "predictions")
+    else:
+        raise LabelwiseError("--predictions is required: the selection did not record them")
+    if preds.ndim not in (2, 3) or preds.shape[1] != sel.population_size:
+        raise LabelwiseError(
+            f"--predictions must be (models, {sel.population_size}) or (models, "
+            f"{sel.population_size}, classes), got shape {preds.shape}"
+        )
+    names = None if args.names is None else [n.strip() for n in args.names.split(",")]
+    if names is not None and len(names) != preds.shape[0]:
+        raise LabelwiseError(f"--names must name all {preds.shape[0]} models, got {len(names)}")
+    ranking = rank_models(
+        np.asarray(preds),
+        labels.astype(np.int64),
+        rows=sel.indices,
+        model_names=names,
+        confidence=args.confidence,
+        n_bootstrap=args.bootstrap,
+        rng=args.seed,
+    )
+    write_json(args.dir / "ranking.json", {"ranking": ranking.to_dict(), "method": sel.method})
+    print(format_ranking(ranking, sel))
+    return 0
+
+
+def format_ranking(ranking: Any, sel: Selection) -> str:
+    pct = f"{ranking.confidence * 100:g}%"
+    width = max(5, *(len(n) for n in ranking.model_names))
+    lines = [
+        f"{len(ranking.model_names)} models ranked on {ranking.n_labelled} labelled rows "
+        f"({sel.method} selection of {sel.population_size})",
+        "",
+        f"  {'rank':>4}  {'model':<{width}}  {'accuracy':>8}  {pct + ' interval':<18}"
+        "  P(better than next)",
+    ]
+    for pos, m in enumerate(ranking.order):
+        nxt = f"{ranking.prob_better[pos]:.3f}" if pos < len(ranking.prob_better) else ""
+        lines.append(
+            f"  {int(ranking.rank[m]):>4}  {ranking.model_names[m]:<{width}}  "
+            f"{ranking.accuracy[m]:>8.4f}  [{ranking.ci_low[m]:.4f}, {ranking.ci_high[m]:.4f}]"
+            f"  {nxt:>19}"
+        )
     return "\n".join(lines)
 
 

@@ -5,14 +5,23 @@ from __future__ import annotations
 from .ces import CES_OBJECTIVES, ces_objective, ces_select
 from .css import confidence_strata, css_select
 from .extend import extend
+from .gini import GINI_COMBINE, ddg_select, deepgini_impurity, rdg_select
+from .sds import SDSDiscrimination, sds_discrimination, sds_select
 from .srs import srs_select
 
 __all__ = [
     "CES_OBJECTIVES",
+    "GINI_COMBINE",
+    "SDSDiscrimination",
     "ces_objective",
     "ces_select",
     "confidence_strata",
     "css_select",
+    "ddg_select",
+    "deepgini_impurity",
     "extend",
+    "rdg_select",
+    "sds_discrimination",
+    "sds_select",
     "srs_select",
 ]

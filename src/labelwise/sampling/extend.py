@@ -9,18 +9,28 @@ from .._validation import RNGLike
 from ..exceptions import LabelwiseError
 from .ces import _ces_extend
 from .css import _css_extend
+from .gini import _ddg_extend, _rdg_extend
+from .sds import _sds_extend
 from .srs import _srs_extend
 
 __all__ = ["extend"]
 
-_EXTENDERS = {"srs": _srs_extend, "css": _css_extend, "ces": _ces_extend}
+_EXTENDERS = {
+    "srs": _srs_extend,
+    "css": _css_extend,
+    "ces": _ces_extend,
+    "sds": _sds_extend,
+    "ddg": _ddg_extend,
+    "rdg": _rdg_extend,
+}
 
 
 def extend(selection: Selection, data: Any, additional: int, *, rng: RNGLike = None) -> Selection:
     """A selection with ``additional`` more rows, continuing ``selection``'s method.
 
     The first ``selection.budget`` indices are unchanged. ``data`` is what the method was
-    run on (SRS: the pile or None; CSS: the confidences; CES: the activations). By default
+    run on (SRS: the pile or None; CSS: the confidences; CES: the activations; SDS: the
+    models' predictions; DDG and RDG: the probabilities). By default
     the random stream continues from ``selection.rng_state``, so selecting n and extending by
     m is reproducible (and for SRS and for CES with whole groups, equal to selecting n + m at
     once with the same seed); pass ``rng`` to use another stream.
@@ -28,6 +38,12 @@ def extend(selection: Selection, data: Any, additional: int, *, rng: RNGLike = N
     CSS: the new total is allocated by the same rule with every stratum keeping at least
     what it has; the new rows are simple random draws from each stratum's unselected rows,
     so the stratified estimator stays valid.
+
+    SDS and RDG: the candidate set is rebuilt from the data and the stored state (so the data
+    must be the same); the new rows are the remaining candidates in random order, then the
+    next-highest scores, with a warning, once the candidates run out. Selecting n and
+    extending by m equals selecting n + m with the same seed. DDG takes the next rows by
+    impurity (``rng`` is not used).
     """
     if not isinstance(selection, Selection):
         raise LabelwiseError(f"selection must be a Selection, got {type(selection).__name__}")

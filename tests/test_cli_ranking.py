@@ -1,0 +1,172 @@
+"""End to end: several real models on digits -> select (SDS, DDG, RDG) -> label -> rank."""
+
+from __future__ import annotations
+
+import csv
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from labelwise.cli import main
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    from sklearn.datasets import load_digits
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.naive_bayes import GaussianNB
+    from sklearn.neighbors import KNeighborsClassifier
+
+    x, y = load_digits(return_X_y=True)
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(y))
+    train, pile = order[:600], order[600:]
+    models = [
+        LogisticRegression(C=1e-4, max_iter=300),
+        LogisticRegression(C=1e-3, max_iter=300),
+        LogisticRegression(C=1.0, max_iter=2000),
+        KNeighborsClassifier(1),
+        KNeighborsClassifier(25),
+        GaussianNB(),
+    ]
+    probs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # sklearn convergence chatter is not under test
+        for m in models:
+            probs.append(m.fit(x[train], y[train]).predict_proba(x[pile]))
+    p = np.asarray(probs, dtype=np.float32)
+    d = tmp_path_factory.mktemp("zoo")
+    np.save(d / "probs.npy", p)
+    np.save(d / "preds.npy", p.argmax(axis=2))
+    truth = (p.argmax(axis=2) == y[pile]).mean(axis=1)
+    return {"dir": d, "labels": y[pile], "truth": truth, "n": len(pile)}
+
+
+def _label(sel_dir: Path, labels: np.ndarray) -> Path:
+    with open(sel_dir / "to_label.csv") as fh:
+        rows = [int(r["row"]) for r in csv.DictReader(fh)]
+    out = sel_dir / "labels.csv"
+    with open(out, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["row", "label"])
+        w.writerows([r, int(labels[r])] for r in rows)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("method", "source"), [("sds", "preds"), ("ddg", "probs"), ("rdg", "probs")]
+)
+def test_select_label_rank(
+    zoo: dict, tmp_path: Path, capsys: pytest.CaptureFixture, method: str, source: str
+) -> None:
+    assert len(set(np.round(zoo["truth"], 3))) == 6 and np.ptp(zoo["truth"]) > 0.1
+    d = tmp_path / method
+    assert (
+        main(
+            [
+                "select",
+                "--method",
+                method,
+                "--budget",
+                "150",
+                "--seed",
+                "2",
+                "--predictions",
+                str(zoo["dir"] / f"{source}.npy"),
+                "--out",
+                str(d),
+            ]
+        )
+        == 0
+    )
+    labels = _label(d, zoo["labels"])
+    capsys.readouterr()
+    names = "lr-tiny,lr-small,lr,1nn,25nn,nb"
+    assert main(["rank", str(d), "--labels", str(labels), "--names", names]) == 0
+    table = capsys.readouterr().out
+    doc = json.loads((d / "ranking.json").read_text())["ranking"]
+    acc = np.asarray(doc["accuracy"])
+    idx = json.loads((d / "selection.json").read_text())["selection"]["indices"]
+    preds = np.load(zoo["dir"] / "preds.npy")
+    np.testing.assert_allclose(acc, (preds[:, idx] == zoo["labels"][idx]).mean(axis=1))
+    assert "P(better than next)" in table and "lr-tiny" in table
+    # the best true model is ranked in the top two from 150 labels
+    assert doc["rank"][int(np.argmax(zoo["truth"]))] <= 2
+    assert all(0.0 <= p <= 1.0 for p in doc["prob_better"])
+
+
+def test_sds_extend_and_ranking_errors(
+    zoo: dict, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    d = tmp_path / "sds"
+    preds = str(zoo["dir"] / "preds.npy")
+    assert (
+        main(
+            [
+                "select",
+                "--method",
+                "sds",
+                "--budget",
+                "40",
+                "--seed",
+                "0",
+                "--predictions",
+                preds,
+                "--out",
+                str(d),
+            ]
+        )
+        == 0
+    )
+    assert main(["select", "--extend", str(d), "--budget", "10"]) == 0
+    assert len(json.loads((d / "selection.json").read_text())["selection"]["indices"]) == 50
+    labels = _label(d, zoo["labels"])
+    capsys.readouterr()
+    assert main(["rank", str(d), "--labels", str(labels), "--names", "a,b"]) == 2
+    assert "--names must name all 6 models" in capsys.readouterr().err
+    one = tmp_path / "one.npy"
+    np.save(one, np.load(zoo["dir"] / "preds.npy")[:1])
+    assert (
+        main(
+            [
+                "select",
+                "--method",
+                "sds",
+                "--budget",
+                "5",
+                "--predictions",
+                str(one),
+                "--out",
+                str(tmp_path / "x"),
+            ]
+        )
+        == 2
+    )
+    assert "model" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "select",
+                "--method",
+                "ddg",
+                "--budget",
+                "5",
+                "--predictions",
+                preds,
+                "--out",
+                str(tmp_path / "y"),
+            ]
+        )
+        == 2
+    )
+    assert "probabilities" in capsys.readouterr().err
+    rows = json.loads((d / "selection.json").read_text())["selection"]["indices"]
+    bad = tmp_path / "bad.csv"
+    bad.write_text(
+        "row,label\n" + "".join(f"{r},{-1 if i == 0 else 1}\n" for i, r in enumerate(rows))
+    )
+    assert main(["rank", str(d), "--labels", str(bad)]) == 2
+    assert "labels" in capsys.readouterr().err
