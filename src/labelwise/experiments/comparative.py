@@ -1,0 +1,313 @@
+"""``labelwise study comparative``: ranking many models with one small labelling budget
+(Meng et al., ICSE 2021, Sec. IV-V: Table II, Fig. 4; Sec. VI: fewer models, majority vote).
+
+For each method and repetition one selection of the largest size is drawn; every smaller
+size is its prefix (SDS, RDG and SRS draw uniformly at random in selection order, DDG is a
+deterministic ranking, CES is sequential). At each size the models' accuracies on the
+labelled prefix are compared with their true accuracies on the whole pile by Spearman's rho
+and the Jaccard similarity of the top-k sets. The CES baseline is the paper's: CES run on
+every model's last hidden layer, keeping, per repetition, the selection whose ranking is best
+(mean Spearman + Jaccard@10 over the sizes), an oracle choice no tester could make.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._plotting import pyplot, save_figure
+from .._progress import progress_bar
+from ..estimation.comparison import jaccard_top_k, spearman, wtl
+from ..exceptions import DegenerateDataWarning
+from ..io import write_csv, write_json
+from ..sampling import ces_select, ddg_select, rdg_select, sds_select, srs_select
+from ..sampling.sds import majority_vote
+from .study import PAPER_SIZES
+
+__all__ = ["ComparativeConfig", "RankingStudy", "run_comparative_study", "run_ranking_study"]
+
+REPORT_SIZES = (35, 60, 90, 120, 150, 180)
+METHODS = ("SDS", "CES", "DDG", "RDG", "SRS")
+
+
+@dataclass(frozen=True)
+class ComparativeConfig:
+    sizes: tuple[int, ...] = PAPER_SIZES
+    repetitions: int = 50
+    seed: int = 0
+    ks: tuple[int, ...] = (1, 3, 5, 10)
+
+    @classmethod
+    def quick(cls, seed: int = 0) -> ComparativeConfig:
+        return cls(sizes=REPORT_SIZES, repetitions=20, seed=seed)
+
+
+@dataclass
+class RankingStudy:
+    """Per method: Spearman and Jaccard@k arrays of shape (repetitions, sizes)."""
+
+    name: str
+    model_names: list[str]
+    true_accuracy: NDArray[np.float64]
+    sizes: tuple[int, ...]
+    spearman: dict[str, NDArray[np.float64]] = field(default_factory=dict)
+    jaccard: dict[str, dict[int, NDArray[np.float64]]] = field(default_factory=dict)
+
+    def mean(self, metric: str, method: str, k: int = 10) -> NDArray[np.float64]:
+        data = self.spearman[method] if metric == "spearman" else self.jaccard[method][k]
+        return np.asarray(data.mean(axis=0))
+
+    def wtl(self, metric: str, baseline: str, sizes: Sequence[int], k: int = 10) -> str:
+        """W/T/L of SDS against ``baseline`` over ``sizes`` (paper Sec. IV-D)."""
+        counts = {"W": 0, "T": 0, "L": 0}
+        for n in sizes:
+            j = self.sizes.index(n)
+            ours = (
+                self.spearman["SDS"][:, j] if metric == "spearman" else self.jaccard["SDS"][k][:, j]
+            )
+            base = (
+                self.spearman[baseline][:, j]
+                if metric == "spearman"
+                else self.jaccard[baseline][k][:, j]
+            )
+            counts[wtl(ours, base)] += 1
+        return f"{counts['W']}/{counts['T']}/{counts['L']}"
+
+
+def ranking_quality(
+    correct: NDArray[np.bool_],
+    true_acc: NDArray[np.float64],
+    order: NDArray[np.int64],
+    sizes: Sequence[int],
+    ks: Sequence[int],
+) -> tuple[NDArray[np.float64], dict[int, NDArray[np.float64]]]:
+    """Spearman and Jaccard@k of the accuracies estimated on each prefix of ``order``."""
+    csum = np.cumsum(correct[:, order], axis=1, dtype=np.float64)
+    rho = np.empty(len(sizes))
+    jac = {k: np.empty(len(sizes)) for k in ks}
+    for i, n in enumerate(sizes):
+        est = csum[:, n - 1] / n
+        rho[i] = spearman(est, true_acc)
+        for k in ks:
+            jac[k][i] = jaccard_top_k(est, true_acc, min(k, true_acc.size))
+    return rho, jac
+
+
+def run_ranking_study(
+    name: str,
+    model_names: list[str],
+    labels: NDArray[np.int64],
+    predictions: NDArray[np.int64],
+    probabilities: NDArray[np.float32],
+    activations: Sequence[NDArray[np.float32] | None],
+    config: ComparativeConfig,
+    *,
+    progress: bool = True,
+) -> RankingStudy:
+    correct = predictions == labels[None, :]
+    true_acc = correct.mean(axis=1)
+    sizes, top = config.sizes, max(config.sizes)
+    ks = tuple(k for k in config.ks if k <= len(model_names)) or (1,)
+    res = RankingStudy(name, model_names, true_acc, sizes)
+    pickers: dict[str, Callable[[np.random.Generator], NDArray[np.int64]]] = {
+        "SDS": lambda g: sds_select(predictions, top, rng=g).indices,
+        "DDG": lambda g: ddg_select(probabilities, top).indices,
+        "RDG": lambda g: rdg_select(probabilities, top, rng=g).indices,
+        "SRS": lambda g: srs_select(labels.size, top, rng=g).indices,
+    }
+    usable = [a for a in activations if a is not None]
+    for method in METHODS:
+        res.spearman[method] = np.empty((config.repetitions, len(sizes)))
+        res.jaccard[method] = {k: np.empty((config.repetitions, len(sizes))) for k in ks}
+    bar = progress_bar(config.repetitions, desc=name, unit="rep", enabled=progress)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        for r in range(config.repetitions):
+            seeds = np.random.SeedSequence([config.seed, r]).spawn(len(METHODS) + len(usable))
+            for m, method in enumerate(METHODS):
+                if method == "CES":
+                    rho, jac = _best_ces(
+                        usable, seeds[len(METHODS) :], correct, true_acc, sizes, ks, top
+                    )
+                else:
+                    order = pickers[method](np.random.default_rng(seeds[m]))
+                    rho, jac = ranking_quality(correct, true_acc, order, sizes, ks)
+                res.spearman[method][r] = rho
+                for k in ks:
+                    res.jaccard[method][k][r] = jac[k]
+            bar.update(1)
+    bar.close()
+    return res
+
+
+def _best_ces(
+    activations: Sequence[NDArray[np.float32]],
+    seeds: Sequence[np.random.SeedSequence],
+    correct: NDArray[np.bool_],
+    true_acc: NDArray[np.float64],
+    sizes: Sequence[int],
+    ks: Sequence[int],
+    top: int,
+) -> tuple[NDArray[np.float64], dict[int, NDArray[np.float64]]]:
+    best: tuple[float, Any] = (-np.inf, None)
+    k_ref = max(ks)
+    for act, seed in zip(activations, seeds, strict=True):
+        order = ces_select(act, top, rng=np.random.default_rng(seed)).indices
+        rho, jac = ranking_quality(correct, true_acc, order, sizes, ks)
+        score = float(np.mean(rho) + np.mean(jac[k_ref]))
+        if score > best[0]:
+            best = (score, (rho, jac))
+    return best[1]
+
+
+def majority_vote_ranking(
+    labels: NDArray[np.int64], predictions: NDArray[np.int64], ks: Sequence[int]
+) -> dict[str, float]:
+    """Rank by agreement with the majority vote on the whole pile: no labels at all (VI-E)."""
+    true_acc = (predictions == labels[None, :]).mean(axis=1)
+    votes = majority_vote(predictions)
+    est = (predictions == votes[None, :]).mean(axis=1)
+    out = {"spearman": spearman(est, true_acc)}
+    for k in ks:
+        if k <= true_acc.size:
+            out[f"jaccard@{k}"] = jaccard_top_k(est, true_acc, k)
+    return out
+
+
+@dataclass
+class ComparativeStudy:
+    config: ComparativeConfig
+    main: RankingStudy
+    few: RankingStudy
+    vote_main: dict[str, float]
+    vote_few: dict[str, float]
+    seconds: float = 0.0
+
+
+def run_comparative_study(
+    config: ComparativeConfig, *, progress: bool = True, log: Callable[[str], None] = print
+) -> ComparativeStudy:
+    from .zoo import default_zoo, small_zoo, train_zoo
+
+    t0 = time.perf_counter()
+    out = []
+    for specs, label in ((default_zoo(), "zoo"), (small_zoo(4), "4 models")):
+        t = time.perf_counter()
+        zoo = train_zoo(specs, seed=config.seed, progress=progress)
+        acc = zoo.accuracies
+        log(
+            f"  trained {len(zoo.names)} models ({label}) in {time.perf_counter() - t:.0f} s; "
+            f"true accuracies {acc.min():.3f}-{acc.max():.3f}"
+        )
+        t = time.perf_counter()
+        study = run_ranking_study(
+            label,
+            list(zoo.names),
+            zoo.labels,
+            zoo.predictions,
+            zoo.probabilities,
+            zoo.activations,
+            config,
+            progress=progress,
+        )
+        log(
+            f"  ranked {label} with 5 methods x {config.repetitions} repetitions "
+            f"({time.perf_counter() - t:.0f} s)"
+        )
+        out.append((study, majority_vote_ranking(zoo.labels, zoo.predictions, config.ks)))
+    return ComparativeStudy(
+        config, out[0][0], out[1][0], out[0][1], out[1][1], time.perf_counter() - t0
+    )
+
+
+def format_table(study: RankingStudy, *, k: int = 10, sizes: Sequence[int] = REPORT_SIZES) -> str:
+    """The paper's Table II layout: rows of sizes, columns of methods, Average and W/T/L."""
+    k = min(k, len(study.model_names))
+    sizes = [n for n in sizes if n in study.sizes]
+    lines = [f"{'':<10}{'n':>5}" + "".join(f"{m:>9}" for m in METHODS)]
+    for metric, title in (("spearman", "Spearman"), ("jaccard", f"Jaccard@{k}")):
+        means = {m: study.mean(metric, m, k) for m in METHODS}
+        for i, n in enumerate(sizes):
+            j = study.sizes.index(n)
+            lines.append(
+                f"{title if i == 0 else '':<10}{n:>5}"
+                + "".join(f"{means[m][j]:>9.3f}" for m in METHODS)
+            )
+        idx = [study.sizes.index(n) for n in sizes]
+        lines.append(
+            f"{'':<10}{'Avg':>5}" + "".join(f"{means[m][idx].mean():>9.3f}" for m in METHODS)
+        )
+        lines.append(
+            f"{'':<10}{'W/T/L':>5}{'/':>9}"
+            + "".join(f"{study.wtl(metric, m, sizes, k):>9}" for m in METHODS[1:])
+        )
+    return "\n".join(lines)
+
+
+def write_outputs(cs: ComparativeStudy, out: Path) -> list[str]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for study, tag in ((cs.main, "zoo"), (cs.few, "four_models")):
+        k = min(10, len(study.model_names))
+        rows = []
+        for j, n in enumerate(study.sizes):
+            for m in METHODS:
+                rows.append(
+                    [
+                        n,
+                        m,
+                        float(study.spearman[m][:, j].mean()),
+                        float(study.jaccard[m][k][:, j].mean()),
+                    ]
+                )
+        write_csv(out / f"ranking_{tag}.csv", ["size", "method", "spearman", f"jaccard@{k}"], rows)
+        written.append(f"ranking_{tag}.csv")
+    write_json(
+        out / "comparative.json",
+        {
+            "config": {
+                "sizes": list(cs.config.sizes),
+                "repetitions": cs.config.repetitions,
+                "seed": cs.config.seed,
+            },
+            "seconds": cs.seconds,
+            "models": {
+                n: float(a) for n, a in zip(cs.main.model_names, cs.main.true_accuracy, strict=True)
+            },
+            "majority_vote": {"zoo": cs.vote_main, "four_models": cs.vote_few},
+            "wtl": {
+                metric: {
+                    m: cs.main.wtl(metric, m, [n for n in REPORT_SIZES if n in cs.main.sizes])
+                    for m in METHODS[1:]
+                }
+                for metric in ("spearman", "jaccard")
+            },
+        },
+    )
+    written.append("comparative.json")
+    plt = pyplot()
+    if plt is not None:
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), dpi=110)
+        k = min(10, len(cs.main.model_names))
+        for ax, metric, title in (
+            (axes[0], "spearman", "Spearman"),
+            (axes[1], "jaccard", f"Jaccard@{k}"),
+        ):
+            for m in METHODS:
+                ax.plot(cs.main.sizes, cs.main.mean(metric, m, k), marker=".", label=m)
+            ax.set_xlabel("labelled inputs")
+            ax.set_title(title)
+            ax.grid(alpha=0.3)
+        axes[1].legend(fontsize=8)
+        fig.suptitle(f"Ranking {len(cs.main.model_names)} models (cf. Fig. 4)", fontsize=10)
+        fig.tight_layout()
+        save_figure(fig, out / "ranking.png")
+        written.append("ranking.png")
+    return written

@@ -1,0 +1,100 @@
+"""Comparative study harness on synthetic model predictions (no training)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import labelwise as lw
+from labelwise.experiments.comparative import (
+    METHODS,
+    ComparativeConfig,
+    format_table,
+    majority_vote_ranking,
+    ranking_quality,
+    run_ranking_study,
+)
+
+
+def synthetic_zoo(n_models: int = 8, n: int = 1200, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 5, n)
+    hardness = rng.random(n)
+    skill = np.linspace(0.55, 0.95, n_models)
+    right = hardness[None, :] < skill[:, None] + 0.05 * rng.standard_normal((n_models, n))
+    wrong = (labels[None, :] + rng.integers(1, 5, (n_models, n))) % 5
+    preds = np.where(right, labels[None, :], wrong)
+    probs = np.full((n_models, n, 5), 0.05, dtype=np.float32)
+    np.put_along_axis(probs, preds[..., None], 0.8, axis=2)
+    acts = [
+        np.maximum(rng.standard_normal((n, 6)) + right[i][:, None], 0).astype(np.float32)
+        for i in range(n_models)
+    ]
+    return {"labels": labels, "preds": preds, "probs": probs, "acts": acts}
+
+
+def test_ranking_quality_matches_the_statistics_functions() -> None:
+    z = synthetic_zoo()
+    correct = z["preds"] == z["labels"][None, :]
+    truth = correct.mean(axis=1)
+    order = np.random.default_rng(1).permutation(z["labels"].size)[:60]
+    rho, jac = ranking_quality(correct, truth, order, (35, 60), (1, 3))
+    est = correct[:, order[:35]].mean(axis=1)
+    assert rho[0] == pytest.approx(lw.spearman(est, truth))
+    assert jac[3][0] == pytest.approx(lw.jaccard_top_k(est, truth, 3))
+
+
+def test_ranking_study_structure_and_wtl() -> None:
+    z = synthetic_zoo()
+    names = [f"M{i}" for i in range(8)]
+    config = ComparativeConfig(sizes=(35, 60), repetitions=6, seed=0, ks=(1, 3, 10))
+    res = run_ranking_study(
+        "synthetic", names, z["labels"], z["preds"], z["probs"], z["acts"], config, progress=False
+    )
+    for m in METHODS:
+        assert res.spearman[m].shape == (6, 2)
+        assert set(res.jaccard[m]) == {1, 3}  # k=10 > 8 models is dropped
+        assert np.all((res.spearman[m] >= -1) & (res.spearman[m] <= 1))
+    # DDG is deterministic: every repetition is the same
+    assert np.all(res.spearman["DDG"] == res.spearman["DDG"][0])
+    wtl = res.wtl("spearman", "SRS", (35, 60))
+    wins, ties, losses = (int(v) for v in wtl.split("/"))
+    assert wins + ties + losses == 2
+    table = format_table(res, k=3, sizes=(35, 60))
+    assert "Spearman" in table and "Jaccard@3" in table and "W/T/L" in table and "Avg" in table
+    again = run_ranking_study(
+        "synthetic", names, z["labels"], z["preds"], z["probs"], z["acts"], config, progress=False
+    )
+    np.testing.assert_array_equal(again.spearman["SDS"], res.spearman["SDS"])
+
+
+def test_ces_baseline_is_the_best_of_the_per_model_runs() -> None:
+    z = synthetic_zoo(n_models=4)
+    config = ComparativeConfig(sizes=(35, 40), repetitions=2, seed=3, ks=(1, 3))
+    res = run_ranking_study(
+        "s",
+        ["a", "b", "c", "d"],
+        z["labels"],
+        z["preds"],
+        z["probs"],
+        z["acts"],
+        config,
+        progress=False,
+    )
+    correct = z["preds"] == z["labels"][None, :]
+    truth = correct.mean(axis=1)
+    seeds = np.random.SeedSequence([3, 0]).spawn(len(METHODS) + 4)[len(METHODS) :]
+    scores = []
+    for act, seed in zip(z["acts"], seeds, strict=True):
+        order = lw.ces_select(act, 40, rng=np.random.default_rng(seed)).indices
+        rho, jac = ranking_quality(correct, truth, order, (35, 40), (1, 3))
+        scores.append((rho.mean() + jac[3].mean(), rho))
+    best = max(scores, key=lambda s: s[0])[1]
+    np.testing.assert_allclose(res.spearman["CES"][0], best)
+
+
+def test_majority_vote_ranking() -> None:
+    z = synthetic_zoo()
+    out = majority_vote_ranking(z["labels"], z["preds"], (1, 3, 10))
+    assert set(out) == {"spearman", "jaccard@1", "jaccard@3"}
+    assert -1 <= out["spearman"] <= 1
