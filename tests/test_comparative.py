@@ -98,3 +98,27 @@ def test_majority_vote_ranking() -> None:
     out = majority_vote_ranking(z["labels"], z["preds"], (1, 3, 10))
     assert set(out) == {"spearman", "jaccard@1", "jaccard@3"}
     assert -1 <= out["spearman"] <= 1
+
+
+def test_outputs_for_a_zoo_smaller_than_ten(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from labelwise.experiments.comparative import ComparativeStudy, write_outputs
+
+    z = synthetic_zoo(n_models=4)
+    config = ComparativeConfig(sizes=(35, 40), repetitions=2, seed=0)
+    res = run_ranking_study(
+        "s",
+        ["a", "b", "c", "d"],
+        z["labels"],
+        z["preds"],
+        z["probs"],
+        z["acts"],
+        config,
+        progress=False,
+    )
+    assert res.top_k(10) == 3 and res.top_k(1) == 1
+    cs = ComparativeStudy(config, res, res, {"spearman": 1.0}, {"spearman": 1.0})
+    written = write_outputs(cs, tmp_path)
+    assert {"ranking_zoo.csv", "ranking_four_models.csv", "comparative.json"} <= set(written)
+    header = (tmp_path / "ranking_four_models.csv").read_text().splitlines()[0]
+    assert header == "size,method,spearman,jaccard@3"
+    assert "Jaccard@3" in format_table(res)
