@@ -2,8 +2,11 @@
 
 * :mod:`labelwise.experiments.study` -- the NumPy-only harness: repeated selections at many
   sample sizes, MSE and relative efficiency E = MSE_method / MSE_SRS (Li et al. 2019, Sec. 4.2).
-* :mod:`labelwise.experiments.operational` -- ``labelwise study operational``: the paper's
-  Table 1 and Table 3 on the contexts below.
+* :mod:`labelwise.experiments.operational` -- ``labelwise study operational``: the CES
+  paper's Table 1 and Table 3 on the contexts below.
+* :mod:`labelwise.experiments.comparative` -- ``labelwise study comparative``: the SDS paper's
+  Table II (ranking many models with few labels), on :mod:`labelwise.experiments.zoo`, 28
+  MNIST-1D classifiers of varied architecture, width, training length and seed.
 
 Each context module builds a trained model together with an "operational" pile of inputs
 whose distribution differs from the training data (corruptions, label-swap mutants, ...), so
