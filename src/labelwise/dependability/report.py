@@ -1,0 +1,154 @@
+"""One summary of a network's dependability metrics (RICC Sec. II), from arrays.
+
+:func:`dependability_report` composes the NumPy-core metrics; the ``labelwise
+dependability`` command adds the ones that need the model itself (confidence loss under
+perturbations, occlusion-based interpretation) when they are asked for.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .._validation import check_finite_array, check_int
+from ..estimation.estimators import wilson_interval
+from ..exceptions import DegenerateDataWarning, LabelwiseError
+from .confusion import weighted_confusion
+from .degradation import scenario_performance
+from .neuron import k_activation_coverage
+from .patterns import activation_pattern
+from .scenario import next_scenarios, scenario_coverage
+
+__all__ = ["DependabilityReport", "dependability_report"]
+
+
+@dataclass
+class DependabilityReport:
+    """Summary rows (metric, value, detail) and each metric's full result as a dict."""
+
+    rows: list[tuple[str, float, str]] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    results: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, name: str, value: float, detail: str = "") -> None:
+        self.rows.append((name, float(value), detail))
+
+    def table(self) -> str:
+        width = max(len(r[0]) for r in self.rows) if self.rows else 10
+        lines = [f"  {'metric':<{width}}  {'value':>8}  detail"]
+        lines += [f"  {n:<{width}}  {v:>8.4f}  {d}" for n, v, d in self.rows]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "summary": [{"metric": n, "value": v, "detail": d} for n, v, d in self.rows],
+            "details": self.details,
+        }
+
+
+def dependability_report(
+    *,
+    labels: ArrayLike,
+    probabilities: ArrayLike,
+    activations: ArrayLike,
+    scenarios: Any = None,
+    spec: Any = None,
+    scenario_k: int = 2,
+    neuron_k: int = 2,
+    threshold: float = 0.0,
+    severity: Any = None,
+    confidence: float = 0.95,
+) -> DependabilityReport:
+    """Accuracy, neuron k-activation coverage, activation patterns per class, and (when a
+    scenario table is given) scenario coverage, accuracy per scenario and the next scenarios
+    to collect, and (when a severity matrix is given) weighted confusion."""
+    probs = check_finite_array(probabilities, "probabilities", ndim=2)
+    y = np.asarray(check_finite_array(labels, "labels", ndim=1)).astype(np.int64)
+    if y.size != probs.shape[0]:
+        raise LabelwiseError(
+            f"labels must have one entry per input ({probs.shape[0]}), got {y.size}"
+        )
+    if (y < 0).any() or (y >= probs.shape[1]).any():
+        raise LabelwiseError(f"labels must be classes in [0, {probs.shape[1]})")
+    neuron_k = check_int(neuron_k, "neuron_k", minimum=1)
+    pred = probs.argmax(axis=1)
+    rep = DependabilityReport()
+    correct = int((pred == y).sum())
+    lo, hi = wilson_interval(correct, y.size, confidence)
+    rep.add(
+        "accuracy",
+        correct / y.size,
+        f"{correct}/{y.size}, {confidence:.0%} CI [{lo:.4f}, {hi:.4f}]",
+    )
+    rep.details["accuracy"] = {"value": correct / y.size, "ci": [lo, hi], "n": int(y.size)}
+
+    for k in sorted({1, neuron_k}):
+        cov = k_activation_coverage(activations, k=k, threshold=threshold)
+        rep.add(
+            f"neuron {k}-activation coverage",
+            cov.value,
+            f"{cov.covered:,}/{cov.total:,} cells, threshold {threshold:g} (II-B)",
+        )
+        rep.details[f"neuron_{k}_activation"] = cov.to_dict()
+    pat = activation_pattern(activations, y, threshold=threshold)
+    rep.add(
+        "activation pattern: outside share",
+        pat.value,
+        "inputs outside the usual active-neuron count of their class (II-C)",
+    )
+    rep.details["activation_pattern"] = pat.to_dict()
+    rep.results["activation_pattern"] = pat
+
+    if scenarios is not None:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DegenerateDataWarning)
+            sc = scenario_coverage(scenarios, spec, k=scenario_k)
+        for w in caught:
+            warnings.warn(str(w.message), DegenerateDataWarning, stacklevel=2)
+        rep.add(
+            f"scenario {scenario_k}-projection coverage",
+            sc.value,
+            f"{sc.n_occupied}/{sc.n_cells} cells; {len(sc.missing)} missing (II-A)",
+        )
+        rep.details["scenario_coverage"] = sc.to_dict()
+        keys = list(sc.conditions)
+        rows = _rows(scenarios, keys)
+        perf = scenario_performance(y, pred, rows, confidence=confidence, coverage=sc.value)
+        worst = int(np.argmin(perf.accuracy))
+        rep.add(
+            "worst scenario accuracy",
+            float(perf.accuracy[worst]),
+            f"{perf.scenarios[worst]} (n={int(perf.n[worst])}) (II-E)",
+        )
+        if perf.discounted_accuracy is not None:
+            rep.add(
+                "accuracy discounted by coverage",
+                perf.discounted_accuracy,
+                "coverage x accuracy: untested scenarios count as failures (II-E)",
+            )
+        rep.details["scenario_performance"] = perf.to_dict()
+        rep.details["next_scenarios"] = next_scenarios(scenarios, spec, k=scenario_k).to_dict()
+        rep.results["scenario_performance"] = perf
+
+    if severity is not None:
+        wc = weighted_confusion(y, pred, severity)
+        rep.add(
+            "weighted error (normalised)",
+            wc.normalised_weighted_error,
+            "severity-weighted misclassifications / max weight (II-H)",
+        )
+        rep.details["weighted_confusion"] = wc.to_dict()
+        rep.results["weighted_confusion"] = wc
+    return rep
+
+
+def _rows(scenarios: Any, keys: list[str]) -> list[tuple[Any, ...]]:
+    """One tuple of condition values per input, for the conditions in ``keys``."""
+    from .scenario import _read_table  # the scenario module's own table reader
+
+    table = _read_table(scenarios)
+    return list(zip(*(table[k] for k in keys), strict=True))

@@ -1,0 +1,61 @@
+"""The combined dependability report on arrays."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from labelwise import LabelwiseError
+from labelwise.dependability.report import dependability_report
+
+
+def data(n: int = 400, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    logits = rng.standard_normal((n, 3))
+    logits[np.arange(n), y] += 1.5
+    probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    acts = np.maximum(rng.standard_normal((n, 12)) + y[:, None] * 0.3, 0)
+    weather = rng.choice(["sunny", "rainy"], n)
+    road = rng.choice(["stone", "tarmac", "mud"], n)
+    return {"y": y, "probs": probs, "acts": acts, "scen": {"weather": weather, "road": road}}
+
+
+def test_report_rows_and_values() -> None:
+    d = data()
+    spec = {"weather": ["sunny", "cloudy", "rainy"], "road": ["stone", "tarmac", "mud"]}
+    rep = dependability_report(
+        labels=d["y"],
+        probabilities=d["probs"],
+        activations=d["acts"],
+        scenarios=d["scen"],
+        spec=spec,
+        severity=np.ones((3, 3)) - np.eye(3),
+    )
+    names = [r[0] for r in rep.rows]
+    assert names[:3] == ["accuracy", "neuron 1-activation coverage", "neuron 2-activation coverage"]
+    values = dict((r[0], r[1]) for r in rep.rows)
+    acc = float(np.mean(d["probs"].argmax(1) == d["y"]))
+    assert values["accuracy"] == pytest.approx(acc)
+    # cloudy never occurs: 6 of the 9 weather x road cells are occupied
+    assert values["scenario 2-projection coverage"] == pytest.approx(6 / 9)
+    assert values["accuracy discounted by coverage"] == pytest.approx(acc * 6 / 9)
+    # all off-diagonal weights 1: the normalised weighted error is the plain error rate
+    assert values["weighted error (normalised)"] == pytest.approx(1 - acc)
+    doc = rep.to_dict()
+    assert doc["details"]["next_scenarios"]["proposals"]
+    assert "accuracy" in rep.table()
+
+
+def test_report_without_optional_parts_and_bad_labels() -> None:
+    d = data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rep = dependability_report(labels=d["y"], probabilities=d["probs"], activations=d["acts"])
+    assert len(rep.rows) == 4
+    with pytest.raises(LabelwiseError, match="labels"):
+        dependability_report(labels=d["y"][:-1], probabilities=d["probs"], activations=d["acts"])
+    with pytest.raises(LabelwiseError, match="labels"):
+        dependability_report(labels=d["y"] + 3, probabilities=d["probs"], activations=d["acts"])
