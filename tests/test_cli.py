@@ -468,3 +468,69 @@ def test_demo_end_to_end_and_its_hints(tmp_path: Path, capsys: pytest.CaptureFix
     assert est["n_labelled"] == 60
     assert main(["select", "--extend", str(out / "ces"), "--budget", "20"]) == 0
     assert len(_selected_rows(out / "ces")) == 80
+
+
+def test_dependability_command(pile: dict, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    d = pile["dir"]
+    labels = pile["labels"]
+    np.save(tmp_path / "y.npy", labels)
+    inputs = np.load(d / "inputs.npy")
+    ink = np.where(inputs.mean(axis=1) > np.median(inputs.mean(axis=1)), "heavy", "light")
+    parity = np.where(labels % 2 == 0, "even", "odd")
+    with open(tmp_path / "scen.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["ink", "parity"])
+        w.writerows(zip(ink, parity, strict=True))
+    (tmp_path / "spec.json").write_text(
+        json.dumps({"ink": ["light", "heavy", "smudged"], "parity": ["even", "odd"]})
+    )
+    severity = (np.ones((10, 10)) - np.eye(10)).tolist()
+    (tmp_path / "sev.json").write_text(json.dumps({"severity": severity}))
+    out = tmp_path / "dep"
+    code = main(
+        [
+            "dependability",
+            "--model",
+            str(d / "model.pt"),
+            "--inputs",
+            str(d / "inputs.npy"),
+            "--labels",
+            str(tmp_path / "y.npy"),
+            "--scenarios",
+            str(tmp_path / "scen.csv"),
+            "--spec",
+            str(tmp_path / "spec.json"),
+            "--severity",
+            str(tmp_path / "sev.json"),
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    doc = json.loads((out / "dependability.json").read_text())
+    values = {r["metric"]: r["value"] for r in doc["summary"]}
+    assert values["accuracy"] == pytest.approx(pile["truth"])
+    assert values["scenario 2-projection coverage"] == pytest.approx(4 / 6)  # no "smudged"
+    assert values["weighted error (normalised)"] == pytest.approx(1 - pile["truth"])
+    assert 0 < values["neuron 2-activation coverage"] <= 1
+    assert "neuron 2-activation coverage" in printed and (out / "patterns.png").exists()
+    # labels that do not fit are a clear error
+    np.save(tmp_path / "short.npy", labels[:-1])
+    assert (
+        main(
+            [
+                "dependability",
+                "--model",
+                str(d / "model.pt"),
+                "--inputs",
+                str(d / "inputs.npy"),
+                "--labels",
+                str(tmp_path / "short.npy"),
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
+    assert "--labels must hold 897 classes" in capsys.readouterr().err

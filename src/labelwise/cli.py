@@ -227,6 +227,47 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--batch-size", type=int, default=256, help="rows per forward pass")
     c.set_defaults(func=cmd_capture)
 
+    dp = sub.add_parser(
+        "dependability",
+        help="dependability metrics of a network (coverage, robustness, interpretability)",
+        description=(
+            "Dependability metrics of a PyTorch classifier on a labelled input set (Cheng et "
+            "al., RICC, Sec. II): accuracy, neuron 1- and k-activation coverage and activation "
+            "patterns of one layer; with --scenarios, scenario k-projection coverage, accuracy "
+            "per scenario, accuracy discounted by coverage and the next scenarios to collect; "
+            "with --severity, weighted confusion; with --perturb, the confidence lost under "
+            "perturbations and attacks; with --masks, occlusion-based interpretation precision "
+            "and sensitivity. Prints a summary, writes OUT/dependability.json and PNG plots. "
+            "Needs: pip install 'labelwise[dependability]' and pip install --no-deps "
+            "torchattacks for the attacks."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    dp.add_argument("--model", type=Path, required=True, help="TorchScript or pickled model")
+    dp.add_argument("--inputs", type=Path, required=True, help="inputs, .npy, first axis = rows")
+    dp.add_argument(
+        "--labels", type=Path, required=True, help="true classes: .npy (N,) or CSV row,label"
+    )
+    dp.add_argument("--out", type=Path, required=True, help="output directory")
+    dp.add_argument(
+        "--layer", default=None, help="layer for the neuron metrics (default: last hidden)"
+    )
+    dp.add_argument("--threshold", type=float, default=0.0, help="a neuron is on above this")
+    dp.add_argument("--neuron-k", type=int, default=2, choices=[1, 2, 3], help="k for neurons")
+    dp.add_argument("--scenarios", type=Path, help="CSV of operating conditions, one row per input")
+    dp.add_argument("--spec", type=Path, help="JSON: each condition's possible values")
+    dp.add_argument("--k", type=int, default=2, choices=[1, 2, 3], help="k for scenarios")
+    dp.add_argument("--severity", help="severity matrix JSON, or paper-table1")
+    dp.add_argument(
+        "--perturb",
+        default=None,
+        help="comma list of fgsm, pgd, deepfool, noise, brightness, rotation, patch",
+    )
+    dp.add_argument("--eps", type=float, default=0.03, help="attack / perturbation strength")
+    dp.add_argument("--masks", type=Path, help="ground-truth masks .npy (N, H, W) for occlusion")
+    dp.add_argument("--seed", type=int, default=0, help="seed for random perturbations")
+    dp.set_defaults(func=cmd_dependability)
+
     d = sub.add_parser(
         "demo",
         help="end-to-end demo on scikit-learn's digits with a shifted operational pile",
@@ -755,6 +796,67 @@ def cmd_capture(args: argparse.Namespace) -> int:
     )
     print(f"  wrote {', '.join(written)} and capture.json to {args.out}")
     return 0
+
+
+# --------------------------------------------------------------------------- dependability
+
+
+def cmd_dependability(args: argparse.Namespace) -> int:
+    from .adapters.torch import capture, load_model
+    from .dependability.patterns import plot_activation_pattern
+    from .dependability.report import dependability_report
+
+    inputs = load_array(args.inputs, "--inputs")
+    labels = _all_labels(args.labels, inputs.shape[0])
+    model = load_model(args.model)
+    cap = capture(model, inputs, layer=args.layer)
+    rep = dependability_report(
+        labels=labels,
+        probabilities=cap.outputs,
+        activations=cap.activations,
+        scenarios=None if args.scenarios is None else str(args.scenarios),
+        spec=None if args.spec is None else str(args.spec),
+        scenario_k=args.k,
+        neuron_k=args.neuron_k,
+        threshold=args.threshold,
+        severity=args.severity,
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    written = []
+    if plot_activation_pattern(rep.results["activation_pattern"], args.out / "patterns.png"):
+        written.append("patterns.png")
+    written += _model_metrics(args, model, inputs, labels, rep)
+    write_json(args.out / "dependability.json", {"layer": cap.layer, **rep.to_dict()})
+    print(f"dependability of {args.model.name} on {labels.size} inputs (layer {cap.layer})\n")
+    print(rep.table())
+    print(f"\nwrote dependability.json{''.join(', ' + w for w in written)} to {args.out}")
+    return 0
+
+
+def _model_metrics(
+    args: argparse.Namespace, model: Any, inputs: np.ndarray, labels: np.ndarray, rep: Any
+) -> list[str]:
+    """The metrics that need the model itself; returns the plots written."""
+    return []
+
+
+def _all_labels(path: Path, n_rows: int) -> np.ndarray:
+    """Labels for every input: a .npy of classes or a CSV row,label covering all rows."""
+    if path.suffix == ".npy":
+        y = np.asarray(load_array(path, "--labels", mmap=False))
+        if y.ndim != 1 or y.size != n_rows:
+            raise LabelwiseError(f"--labels must hold {n_rows} classes, got shape {y.shape}")
+        if y.dtype.kind not in "iu" and not (y.dtype.kind == "f" and np.all(y == np.round(y))):
+            raise LabelwiseError("--labels must hold integer classes")
+        return y.astype(np.int64)
+    rows, kind, values = read_labels_csv(path)
+    if kind != "label":
+        raise LabelwiseError(f"--labels: needs a 'label' column, got '{kind}'")
+    if rows.size != n_rows or set(rows.tolist()) != set(range(n_rows)):
+        raise LabelwiseError(f"--labels must label every row 0..{n_rows - 1} exactly once")
+    out = np.empty(n_rows, dtype=np.int64)
+    out[rows] = values
+    return out
 
 
 # ------------------------------------------------------------------------------------ demo
