@@ -26,8 +26,6 @@ The state for orders 1..k is kept, so the result also reports the coverage for e
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from math import comb, isfinite, prod
 from typing import Any
@@ -36,6 +34,7 @@ import numba as nb
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._numba import threads_for
 from .._validation import check_finite_array, check_int
 from ..exceptions import LabelwiseError
 
@@ -261,18 +260,8 @@ _co_counts = nb.njit(parallel=True, cache=True, nogil=True)(_co_counts_impl)
 _update_triples = nb.njit(parallel=True, cache=True, nogil=True)(_update_triples_impl)
 
 
-@contextmanager
-def _tasks_for(work: int) -> Iterator[int]:
-    """Use numba's threads only for big updates; yields the number of round-robin tasks."""
-    if work >= PARALLEL_WORK:
-        yield 8 * nb.get_num_threads()
-        return
-    before = nb.get_num_threads()
-    nb.set_num_threads(1)
-    try:
-        yield 1
-    finally:
-        nb.set_num_threads(before)
+def _tasks_for(work: int) -> Any:
+    return threads_for(work, PARALLEL_WORK, tasks_per_thread=8)
 
 
 def _pack(on: NDArray[np.bool_]) -> NDArray[np.uint64]:

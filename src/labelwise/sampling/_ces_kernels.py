@@ -6,12 +6,12 @@ Section code of value x for neuron j (K equal sections over [lo_j, hi_j], last o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numba as nb
 import numpy as np
+
+from .._numba import threads_for
 
 OBJ_CE = 0  # Eq. 8: -sum P_S log max(P_T, eps)
 OBJ_CE_COMMON = 1  # Eq. 8 restricted to sections with P_S >= 0.5 / |T|
@@ -184,18 +184,8 @@ _range = nb.njit(parallel=True, cache=True, nogil=True)(_column_range)
 _score = nb.njit(parallel=True, cache=True, nogil=True)(_score_groups)
 
 
-@contextmanager
-def _threads_for(work: int) -> Iterator[int]:
-    """Use numba's threads only for big inputs; yields the number of row chunks to use."""
-    if work >= PARALLEL_WORK:
-        yield 4 * nb.get_num_threads()
-        return
-    before = nb.get_num_threads()
-    nb.set_num_threads(1)
-    try:
-        yield 1
-    finally:
-        nb.set_num_threads(before)
+def _threads_for(work: int) -> Any:
+    return threads_for(work, PARALLEL_WORK, tasks_per_thread=4)
 
 
 def column_range(x: Any) -> tuple[Any, Any, int]:
