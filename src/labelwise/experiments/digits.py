@@ -58,6 +58,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from labelwise.exceptions import LabelwiseError, MissingDependencyError
+from labelwise.experiments._context import ClassifierContext
 from labelwise.experiments._torch_training import (
     TORCH_HINT,
     fit,
@@ -442,7 +443,7 @@ def _forward_with_activations(
 
 
 @dataclass(frozen=True, eq=False)
-class DigitsContext:
+class DigitsContext(ClassifierContext):
     """A trained digits CNN and its (shifted) operational pile, run once through the model.
 
     Attributes
@@ -465,25 +466,8 @@ class DigitsContext:
         ``(N,)`` int64, the argmax of ``probabilities``.
     """
 
-    name: str
-    model: torch.nn.Module
     train_images: NDArray[np.float32]
     train_labels: NDArray[np.int64]
-    images: NDArray[np.float32]
-    labels: NDArray[np.int64]
-    activations: NDArray[np.float32]
-    probabilities: NDArray[np.float32]
-    predictions: NDArray[np.int64]
-
-    @property
-    def accuracy(self) -> float:
-        """True operational accuracy: the fraction of ``predictions`` equal to ``labels``."""
-        if self.labels.size == 0:
-            return float("nan")
-        return float(np.mean(self.predictions == self.labels))
-
-    def __len__(self) -> int:
-        return int(self.labels.shape[0])
 
     def __repr__(self) -> str:
         return (

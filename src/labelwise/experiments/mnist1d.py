@@ -54,6 +54,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from labelwise._validation import check_int
 from labelwise.exceptions import LabelwiseError, MissingDependencyError
+from labelwise.experiments._context import ClassifierContext
 from labelwise.experiments._torch_training import fit, lazy_attributes, require_torch
 from labelwise.experiments.digits import (
     _as_labels,
@@ -276,7 +277,7 @@ def train_mnist1d_cnn(
 
 
 @dataclass(frozen=True, eq=False)
-class Mnist1dContext:
+class Mnist1dContext(ClassifierContext):
     """A trained MNIST-1D CNN and its operational pile, run once through the model.
 
     Attributes
@@ -296,24 +297,6 @@ class Mnist1dContext:
     predictions:
         ``(N,)`` int64, the argmax of ``probabilities``.
     """
-
-    name: str
-    model: torch.nn.Module
-    images: NDArray[np.float32]
-    labels: NDArray[np.int64]
-    activations: NDArray[np.float32]
-    probabilities: NDArray[np.float32]
-    predictions: NDArray[np.int64]
-
-    @property
-    def accuracy(self) -> float:
-        """True operational accuracy: the fraction of ``predictions`` equal to ``labels``."""
-        if self.labels.size == 0:
-            return float("nan")
-        return float(np.mean(self.predictions == self.labels))
-
-    def __len__(self) -> int:
-        return int(self.labels.shape[0])
 
     def __repr__(self) -> str:
         return (
