@@ -303,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
             "at sample sizes 35..180 with repeated draws, and prints the relative efficiency "
             "E = MSE(method) / MSE(SRS). Writes table.csv, table.json, small_piles.csv and "
             "PNG plots of the estimator's spread against sample size. Needs: pip install "
-            "'labelwise[torch]' mnist1d."
+            "'labelwise[study]'."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -317,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the SDS paper's Table II: ranking a zoo of models with few labels",
         description=(
             "Reproduces the evaluation of Meng et al. 2021 (Sec. IV-V, Table II, Fig. 4; Sec. "
-            "VI): trains a zoo of 24 MNIST-1D classifiers of varied architecture, width, "
+            "VI): trains a zoo of 28 MNIST-1D classifiers of varied architecture, width, "
             "training length and seed, then for sample sizes 35..180 and repeated draws "
             "measures how well SDS, CES (best of n, an oracle), DDG, RDG and SRS rank the "
             "models (Spearman's rho, Jaccard of the top 10) with W/T/L of SDS against each; "
