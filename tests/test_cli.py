@@ -502,6 +502,10 @@ def test_dependability_command(pile: dict, tmp_path: Path, capsys: pytest.Captur
             str(tmp_path / "spec.json"),
             "--severity",
             str(tmp_path / "sev.json"),
+            "--perturb",
+            "fgsm,noise,brightness",
+            "--eps",
+            "0.05",
             "--out",
             str(out),
         ]
@@ -515,6 +519,10 @@ def test_dependability_command(pile: dict, tmp_path: Path, capsys: pytest.Captur
     assert values["weighted error (normalised)"] == pytest.approx(1 - pile["truth"])
     assert 0 < values["neuron 2-activation coverage"] <= 1
     assert "neuron 2-activation coverage" in printed and (out / "patterns.png").exists()
+    assert 0 <= values["confidence loss: average"] <= values["confidence loss: top 10% mean"] <= 1
+    used = {t["name"] for t in doc["details"]["confidence_loss"]["transformers"]}
+    assert used == {"fgsm", "noise", "brightness"}
+    assert (out / "confidence_loss.png").exists()
     # labels that do not fit are a clear error
     np.save(tmp_path / "short.npy", labels[:-1])
     assert (
