@@ -1,0 +1,90 @@
+"""Test-set quality in the model's feature space, and classic adequacy metrics.
+
+- :mod:`~labelwise.quality.feature_space` -- equivalence partitioning, centroid positioning,
+  boundary conditioning (and pair-wise), covariate shift (Sections 4.1-4.3 of the dataset
+  characterisation paper; its formulas are lost in our text, so each docstring states the
+  definition used).
+- :mod:`~labelwise.quality.generation` -- guided generation of extra test points toward class
+  centroids or class boundaries (Algorithm 1, Table 2).
+- :mod:`~labelwise.quality.adequacy` -- neuron coverage, KMNC, NBC, SNAC, TKNC (DeepGauge),
+  streaming and mergeable, equal to dnn-tip's values.
+- :mod:`~labelwise.quality.surprise` -- surprise adequacy LSA, DSA, MDSA, equal to dnn-tip's.
+
+Not yet here: the ``labelwise quality`` command and its study (see the issue note).
+"""
+
+from __future__ import annotations
+
+from .adequacy import (
+    DEFAULT_KMNC_SECTIONS,
+    ActivationProfile,
+    AdequacyCoverage,
+    KMultisectionCoverage,
+    NeuronBoundaryCoverage,
+    NeuronCoverage,
+    StrongNeuronActivationCoverage,
+    TopKNeuronCoverage,
+    kmnc,
+    nbc,
+    neuron_coverage,
+    snac,
+    tknc,
+)
+from .feature_space import (
+    BoundaryConditioning,
+    CentroidPositioning,
+    CovariateShift,
+    EquivalencePartitioning,
+    PairwiseBoundaryConditioning,
+    boundary_conditioning,
+    centroid_positioning,
+    covariate_shift,
+    equivalence_partitioning,
+    pairwise_boundary_conditioning,
+)
+from .generation import (
+    GeneratedSet,
+    GenerationTable,
+    LinearHead,
+    generate,
+    generation_table,
+    linear_head,
+)
+from .surprise import DSA, LSA, MDSA, SurpriseCoverage, surprise_coverage
+
+__all__ = [
+    "DEFAULT_KMNC_SECTIONS",
+    "DSA",
+    "LSA",
+    "MDSA",
+    "ActivationProfile",
+    "AdequacyCoverage",
+    "BoundaryConditioning",
+    "CentroidPositioning",
+    "CovariateShift",
+    "EquivalencePartitioning",
+    "GeneratedSet",
+    "GenerationTable",
+    "KMultisectionCoverage",
+    "LinearHead",
+    "NeuronBoundaryCoverage",
+    "NeuronCoverage",
+    "PairwiseBoundaryConditioning",
+    "StrongNeuronActivationCoverage",
+    "SurpriseCoverage",
+    "TopKNeuronCoverage",
+    "boundary_conditioning",
+    "centroid_positioning",
+    "covariate_shift",
+    "equivalence_partitioning",
+    "generate",
+    "generation_table",
+    "kmnc",
+    "linear_head",
+    "nbc",
+    "neuron_coverage",
+    "pairwise_boundary_conditioning",
+    "snac",
+    "surprise_coverage",
+    "tknc",
+]

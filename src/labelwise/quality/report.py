@@ -1,0 +1,179 @@
+"""One per-class summary of a test set's quality in a model's feature space (issue 7).
+
+:func:`quality_report` combines equivalence partitioning, centroid positioning, boundary
+conditioning (and pair-wise), covariate shift, and the classic adequacy metrics over the same
+features; :func:`plot_quality` draws the box plots of the paper's Figures 4 and 5.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._plotting import pyplot, save_figure
+from ..exceptions import DegenerateDataWarning
+from .adequacy import ActivationProfile, kmnc, nbc, neuron_coverage, snac, tknc
+from .feature_space import (
+    boundary_conditioning,
+    centroid_positioning,
+    covariate_shift,
+    equivalence_partitioning,
+    pairwise_boundary_conditioning,
+)
+
+__all__ = ["QualityReport", "plot_quality", "quality_report"]
+
+
+@dataclass
+class QualityReport:
+    classes: NDArray[np.int64]
+    rows: list[dict[str, Any]]
+    overall: dict[str, float]
+    adequacy: dict[str, float]
+    details: dict[str, Any] = field(default_factory=dict)
+    distances: NDArray[np.float64] | None = None
+    confidences: NDArray[np.float64] | None = None
+    test_labels: NDArray[np.int64] | None = None
+
+    def table(self) -> str:
+        head = (
+            f"  {'class':>5} {'n':>6} {'EP':>7} {'centroid':>9} {'boundary':>9} {'shift JSD':>10}"
+        )
+        lines = [head]
+        for r in self.rows:
+            lines.append(
+                f"  {r['class']:>5} {r['n_test']:>6} {r['equivalence']:>7.3f} "
+                f"{r['centroid_share']:>9.3f} {r['boundary_share']:>9.3f} {r['shift_jsd']:>10.3f}"
+            )
+        o = self.overall
+        lines.append(
+            f"  {'all':>5} {int(o['n_test']):>6} {o['imbalance']:>7.3f} "
+            f"{o['centroid_share']:>9.3f} {o['boundary_share']:>9.3f} {o['shift_jsd']:>10.3f}"
+        )
+        lines.append(
+            "  EP: n_c C / N (ideal 1; 'all' row: their spread); centroid: share within the "
+            "radius; boundary: share with confidence in the band; shift: Jensen-Shannon "
+            "divergence (bits)"
+        )
+        lines.append(
+            f"  pair-wise boundary coverage {o['pair_coverage']:.3f}; "
+            + "; ".join(f"{k} {v:.3f}" for k, v in self.adequacy.items())
+        )
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "classes": self.rows,
+            "overall": self.overall,
+            "adequacy": self.adequacy,
+            "details": self.details,
+        }
+
+
+def quality_report(
+    train_features: ArrayLike,
+    train_labels: ArrayLike,
+    test_features: ArrayLike,
+    test_labels: ArrayLike,
+    test_probabilities: ArrayLike,
+    *,
+    radius: float = 1.0,
+    lo: float = 0.0,
+    hi: float = 0.6,
+    kmnc_sections: int = 100,
+    rng: Any = 0,
+) -> QualityReport:
+    """Per-class quality of a test set, with the classic adequacy metrics for comparison."""
+    n_classes = int(np.asarray(test_probabilities).shape[1])
+    ep = equivalence_partitioning(test_labels, n_classes)
+    cp = centroid_positioning(
+        train_features, train_labels, test_features, test_labels, radius=radius
+    )
+    bc = boundary_conditioning(test_probabilities, test_labels, lo=lo, hi=hi)
+    pbc = pairwise_boundary_conditioning(test_probabilities, test_labels, lo=lo, hi=hi)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DegenerateDataWarning)
+        cs = covariate_shift(train_features, train_labels, test_features, test_labels, rng=rng)
+    for w in dict.fromkeys(str(w.message) for w in caught):
+        warnings.warn(w, DegenerateDataWarning, stacklevel=2)
+    shares = dict(zip(cp.classes.tolist(), cp.shares.tolist(), strict=True))
+    jsd = dict(zip(cs.classes.tolist(), cs.divergence.tolist(), strict=True))
+    y = np.asarray(test_labels).astype(np.int64)
+    rows = []
+    for c in np.unique(y):
+        c = int(c)
+        rows.append(
+            {
+                "class": c,
+                "n_test": int((y == c).sum()),
+                "equivalence": float(ep.scores[c]),
+                "centroid_share": float(shares.get(c, np.nan)),
+                "boundary_share": float(bc.shares[c]),
+                "shift_jsd": float(jsd.get(c, np.nan)),
+            }
+        )
+    profile = ActivationProfile.from_activations(np.asarray(train_features, dtype=np.float64))
+    test = np.asarray(test_features, dtype=np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)  # constant neurons in KMNC
+        adequacy = {
+            "NC": neuron_coverage(test).value,
+            f"KMNC(k={kmnc_sections})": kmnc(profile, test, k=kmnc_sections).value,
+            "NBC": nbc(profile, test).value,
+            "SNAC": snac(profile, test).value,
+            "TKNC(k=1)": tknc(test, k=1).value,
+        }
+    overall = {
+        "n_test": float(y.size),
+        "imbalance": ep.imbalance,
+        "centroid_share": cp.overall,
+        "boundary_share": bc.overall,
+        "pair_coverage": pbc.pair_coverage,
+        "shift_jsd": float(np.nanmean(cs.divergence))
+        if np.isfinite(cs.divergence).any()
+        else np.nan,
+    }
+    probs = np.asarray(test_probabilities, dtype=np.float64)
+    return QualityReport(
+        classes=np.unique(y),
+        rows=rows,
+        overall=overall,
+        adequacy=adequacy,
+        details={
+            "equivalence_partitioning": ep.to_dict(),
+            "centroid_positioning": cp.to_dict(),
+            "boundary_conditioning": bc.to_dict(),
+            "pairwise_boundary_conditioning": pbc.to_dict(),
+            "covariate_shift": cs.to_dict(),
+        },
+        distances=np.asarray(cp.distances),
+        confidences=probs.max(axis=1),
+        test_labels=y,
+    )
+
+
+def plot_quality(report: QualityReport, path: str | os.PathLike[str]) -> Path | None:
+    """Box plots per class of the normalised centroid distance and of the confidence."""
+    plt = pyplot()
+    if plt is None or report.distances is None or report.confidences is None:
+        return None
+    y = report.test_labels
+    assert y is not None
+    classes = report.classes.tolist()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), dpi=110)
+    axes[0].boxplot([report.distances[y == c] for c in classes], tick_labels=classes)
+    axes[0].axhline(1.0, color="tab:red", linestyle="--", linewidth=1)
+    axes[0].set_title("distance to the class centroid (normalised)", fontsize=9)
+    axes[1].boxplot([report.confidences[y == c] for c in classes], tick_labels=classes)
+    axes[1].set_title("confidence (top softmax probability)", fontsize=9)
+    for ax in axes:
+        ax.set_xlabel("class")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return save_figure(fig, path)

@@ -1,0 +1,74 @@
+"""The per-class quality report and the 'labelwise quality' command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from labelwise.cli import main
+from labelwise.quality.report import plot_quality, quality_report
+
+
+def blobs(n: int, seed: int, shift: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1], n // 2)
+    x = rng.standard_normal((n, 4)) + np.where(y[:, None] == 1, 6.0, 0.0) + shift
+    return x, y
+
+
+def probs_of(x: np.ndarray) -> np.ndarray:
+    z = 2.0 * (x[:, 0] - 3.0)
+    p1 = 1 / (1 + np.exp(-z))
+    return np.c_[1 - p1, p1]
+
+
+def test_report_on_separated_classes(tmp_path: Path) -> None:
+    xtr, ytr = blobs(400, 0)
+    xte, yte = blobs(200, 1)
+    rep = quality_report(xtr, ytr, xte, yte, probs_of(xte), radius=1.0)
+    assert [r["class"] for r in rep.rows] == [0, 1]
+    assert all(r["equivalence"] == pytest.approx(1.0) for r in rep.rows)
+    # the same distribution: about half of each class within the training median distance
+    assert 0.3 < rep.overall["centroid_share"] < 0.7
+    assert rep.overall["boundary_share"] < 0.05
+    assert rep.overall["shift_jsd"] < 0.3
+    assert set(rep.adequacy) == {"NC", "KMNC(k=100)", "NBC", "SNAC", "TKNC(k=1)"}
+    assert "shift JSD" in rep.table()
+    assert plot_quality(rep, tmp_path / "q.png") is not None
+    shifted = quality_report(xtr, ytr, *blobs(200, 2, shift=8.0), probs_of(blobs(200, 2, 8.0)[0]))
+    assert shifted.overall["shift_jsd"] > 0.9 and shifted.overall["centroid_share"] < 0.05
+
+
+def test_quality_command_from_features(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    xtr, ytr = blobs(400, 0)
+    xte, yte = blobs(200, 1)
+    for name, arr in {"tf": xtr, "tl": ytr, "f": xte, "l": yte, "p": probs_of(xte)}.items():
+        np.save(tmp_path / f"{name}.npy", arr)
+    args = [
+        "quality",
+        "--train-features",
+        str(tmp_path / "tf.npy"),
+        "--train-labels",
+        str(tmp_path / "tl.npy"),
+        "--test-features",
+        str(tmp_path / "f.npy"),
+        "--test-labels",
+        str(tmp_path / "l.npy"),
+        "--test-probs",
+        str(tmp_path / "p.npy"),
+        "--out",
+        str(tmp_path / "out"),
+    ]
+    assert main(args) == 0
+    doc = json.loads((tmp_path / "out" / "quality.json").read_text())
+    assert len(doc["classes"]) == 2 and "adequacy" in doc
+    assert "centroid" in capsys.readouterr().out
+    assert main([a for a in args if a not in (str(tmp_path / "p.npy"), "--test-probs")]) == 2
+    assert "--test-probs" in capsys.readouterr().err
+    np.save(tmp_path / "bad.npy", yte[:-1])
+    args[args.index(str(tmp_path / "l.npy"))] = str(tmp_path / "bad.npy")
+    assert main(args) == 2
+    assert "labelwise: error" in capsys.readouterr().err
