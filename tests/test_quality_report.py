@@ -72,3 +72,24 @@ def test_quality_command_from_features(tmp_path: Path, capsys: pytest.CaptureFix
     args[args.index(str(tmp_path / "l.npy"))] = str(tmp_path / "bad.npy")
     assert main(args) == 2
     assert "labelwise: error" in capsys.readouterr().err
+
+
+def test_quality_study_on_digits() -> None:
+    pytest.importorskip("torch")
+    from labelwise.experiments.quality_study import (
+        _digits,
+        format_quality_table,
+        run_quality_study,
+    )
+
+    logs: list[str] = []
+    rows = run_quality_study(sizes=(50,), contexts=[_digits("none")], log=logs.append)
+    (row,) = rows
+    assert row.dataset == "digits" and 0.9 < row.accuracy <= 1.0
+    table = format_quality_table(rows)
+    assert "Centr" in table and "KMNC" in table
+    acc = np.asarray(row.generation.accuracy)
+    assert acc.shape == (1, 5)
+    # more centroid points, higher accuracy: the 100-0 split beats the 0-100 split
+    assert acc[0, -1] > acc[0, 0]
+    assert "0-100 split" in row.generation.format_table(dataset="digits")

@@ -365,6 +365,22 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--out", type=Path, default=Path("study-out"), help="output directory")
     cp.add_argument("--seed", type=int, default=0, help="seed for data, models and sampling")
     cp.set_defaults(func=cmd_study_comparative)
+    qs = st_sub.add_parser(
+        "quality",
+        help="test-set quality tables (Table 1, Table 2) on digits and MNIST-1D models",
+        description=(
+            "Trains models on digits (clean and patch-occluded test sets) and MNIST-1D, then "
+            "prints the test-set quality of each (Table 1 layout: centroid, boundary, pair-wise "
+            "boundary coverage, covariate shift, and NC/KMNC/NBC/SNAC/TKNC) and the accuracy "
+            "of each model's head on generated centroid/boundary points (Table 2 layout). "
+            "Writes quality_study.json. Needs: pip install 'labelwise[study]'."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    qs.add_argument("--quick", action="store_true", help="generated sets of 100 and 300 only")
+    qs.add_argument("--out", type=Path, default=Path("study-out"), help="output directory")
+    qs.add_argument("--seed", type=int, default=0, help="seed for data, models and generation")
+    qs.set_defaults(func=cmd_study_quality)
     st.set_defaults(func=lambda a: _missing_study(st))
     return p
 
@@ -393,6 +409,42 @@ def cmd_study_comparative(args: argparse.Namespace) -> int:
         print(f"\nMajority vote as labels, no labelling at all ({label}): {parts}")
     written = write_outputs(cs, args.out)
     print(f"\nwrote {', '.join(written)} to {args.out} ({cs.seconds:.0f} s)")
+    return 0
+
+
+def cmd_study_quality(args: argparse.Namespace) -> int:
+    from .experiments.quality_study import format_quality_table, run_quality_study
+
+    sizes = (100, 300) if args.quick else (100, 300, 700, 1000)
+    print(f"quality study ({'quick' if args.quick else 'full'}), seed {args.seed}")
+    rows = run_quality_study(seed=args.seed, sizes=sizes)
+    print("\nTest-set quality (Table 1 layout):")
+    print(format_quality_table(rows))
+    print("\nHead accuracy on generated points, centroid-boundary splits (Table 2 layout):")
+    for r in rows:
+        print(r.generation.format_table(dataset=r.dataset, model=r.model))
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json(
+        args.out / "quality_study.json",
+        {
+            "seed": args.seed,
+            "rows": [
+                {
+                    "dataset": r.dataset,
+                    "model": r.model,
+                    "accuracy": r.accuracy,
+                    "quality": r.report.to_dict(),
+                    "generation": {
+                        "sizes": list(r.generation.sizes),
+                        "splits": [list(sp) for sp in r.generation.splits],
+                        "accuracy": np.asarray(r.generation.accuracy).tolist(),
+                    },
+                }
+                for r in rows
+            ],
+        },
+    )
+    print(f"\nwrote quality_study.json to {args.out}")
     return 0
 
 
