@@ -7,6 +7,8 @@
 * :mod:`labelwise.experiments.comparative` -- ``labelwise study comparative``: the SDS paper's
   Table II (ranking many models with few labels), on :mod:`labelwise.experiments.zoo`, 28
   MNIST-1D classifiers of varied architecture, width, training length and seed.
+* :mod:`labelwise.experiments.quality_study` -- ``labelwise study quality``: test-set quality
+  (Table 1) and guided generation (Table 2) on digits and MNIST-1D models.
 
 Each context module builds a trained model together with an "operational" pile of inputs
 whose distribution differs from the training data (corruptions, label-swap mutants, ...), so

@@ -9,8 +9,8 @@
 - :mod:`~labelwise.quality.adequacy` -- neuron coverage, KMNC, NBC, SNAC, TKNC (DeepGauge),
   streaming and mergeable, equal to dnn-tip's values.
 - :mod:`~labelwise.quality.surprise` -- surprise adequacy LSA, DSA, MDSA, equal to dnn-tip's.
-
-Not yet here: the ``labelwise quality`` command and its study (see the issue note).
+- :mod:`~labelwise.quality.report` -- one per-class summary and box plots, behind the
+  ``labelwise quality`` command (``labelwise study quality`` runs it on trained models).
 """
 
 from __future__ import annotations
