@@ -17,10 +17,11 @@ __all__ = ["Estimate", "Ranking", "Selection"]
 SELECTION_FORMAT = 1
 
 
-def _readonly(a: NDArray[Any]) -> NDArray[Any]:
-    a = np.array(a, copy=True)
-    a.setflags(write=False)
-    return a
+def _readonly(a: Any, dtype: Any = None) -> NDArray[Any]:
+    """A read-only copy of ``a`` (for the arrays of frozen result types)."""
+    out = np.array(a, dtype=dtype, copy=True)
+    out.setflags(write=False)
+    return out
 
 
 @dataclass(frozen=True, eq=False)

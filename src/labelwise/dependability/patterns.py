@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _plotting
+from .._results import _readonly
 from .._validation import check_finite_array, check_int
 from ..exceptions import LabelwiseError
 from .neuron import _check_threshold
@@ -46,12 +47,6 @@ __all__ = [
 ]
 
 DEFAULT_GAMMA = 10
-
-
-def _readonly(a: NDArray[Any]) -> NDArray[Any]:
-    a = np.array(a, copy=True)
-    a.setflags(write=False)
-    return a
 
 
 @dataclass(frozen=True, eq=False)

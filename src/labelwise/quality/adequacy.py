@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._results import _readonly
 from .._validation import check_finite_array, check_int
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 
@@ -217,12 +218,6 @@ def _check_layer_widths(widths: Any) -> tuple[int, ...] | None:
         ) from None
     if not out:
         raise LabelwiseError("layer_widths must name at least one layer, got an empty sequence")
-    return out
-
-
-def _readonly(a: NDArray[Any]) -> NDArray[Any]:
-    out = np.array(a, copy=True)
-    out.setflags(write=False)
     return out
 
 

@@ -37,6 +37,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._results import _readonly
 from .._validation import check_finite_array, check_int, check_rng
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 
@@ -53,12 +54,6 @@ Head = Callable[[NDArray[np.float64]], ArrayLike]
 DEFAULT_SPLITS: tuple[tuple[int, int], ...] = ((0, 100), (30, 70), (50, 50), (70, 30), (100, 0))
 DEFAULT_SIZES: tuple[int, ...] = (100, 300, 700, 1000)
 _PROB_TOL = 1e-6
-
-
-def _readonly(a: ArrayLike, dtype: Any = None) -> NDArray[Any]:
-    arr = np.array(a, dtype=dtype, copy=True)
-    arr.setflags(write=False)
-    return arr
 
 
 # --------------------------------------------------------------------------- heads
