@@ -443,6 +443,17 @@ def test_csv_table_and_json_spec(tmp_path: Path) -> None:
     assert scenario_coverage(str(csv_path), SPEC).value == res.value
 
 
+def test_yaml_spec_gives_the_same_coverage(tmp_path: Path) -> None:
+    yaml = pytest.importorskip("yaml")
+    csv_path = _write_csv(
+        tmp_path / "conditions.csv",
+        "weather,road,orientation\nsunny,stone,straight\nrainy,tarmac,curvy\n",
+    )
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump(SPEC), encoding="utf-8")
+    assert scenario_coverage(csv_path, spec_path).value == pytest.approx(6 / 21)
+
+
 def test_csv_text_matches_numeric_spec_values(tmp_path: Path) -> None:
     csv_path = _write_csv(tmp_path / "c.csv", "speed,lanes\n30,1\n50,2\n")
     res = scenario_coverage(csv_path, {"speed": [30, 50, 80], "lanes": [1, 2]})
