@@ -35,12 +35,6 @@ def draw(gen: np.random.Generator, pool: NDArray[np.int64], size: int) -> NDArra
     return np.asarray(gen.choice(pool, size=size, replace=False, shuffle=True), dtype=np.int64)
 
 
-def remaining(population: int, taken: NDArray[np.int64]) -> NDArray[np.int64]:
-    mask = np.ones(population, dtype=bool)
-    mask[taken] = False
-    return np.flatnonzero(mask)
-
-
 def generator_for_extension(state: Mapping[str, Any] | None, rng: Any) -> np.random.Generator:
     """The generator to continue a selection with: ``rng`` if given, else the stored state."""
     if rng is not None or state is None:
