@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -44,10 +45,12 @@ def test_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> No
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
 
 
-def test_nan_is_not_written_as_json(tmp_path: Path) -> None:
-    with pytest.raises(ValueError):
-        write_json(tmp_path / "a.json", {"x": float("nan")})
-    assert not (tmp_path / "a.json").exists()
+def test_nan_is_written_as_null_and_bad_objects_write_nothing(tmp_path: Path) -> None:
+    write_json(tmp_path / "a.json", {"x": float("nan"), "y": float("inf")})
+    assert json.loads((tmp_path / "a.json").read_text()) == {"x": None, "y": None}
+    with pytest.raises(TypeError):
+        write_json(tmp_path / "b.json", {"x": object()})
+    assert not (tmp_path / "b.json").exists()
 
 
 def test_arrays_round_trip_and_pickles_are_refused(tmp_path: Path) -> None:

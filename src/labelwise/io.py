@@ -15,6 +15,7 @@ from typing import IO, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ._json import dumps
 from .exceptions import LabelwiseError
 
 __all__ = [
@@ -68,7 +69,9 @@ def _mode_for(path: Path) -> int:
 
 
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:
-    atomic_write(path, lambda fh: fh.write(json.dumps(obj, indent=2, allow_nan=False) + "\n"))
+    """Write ``obj`` as strict JSON, atomically (NumPy values converted, NaN/inf as null)."""
+    text = dumps(obj) + "\n"
+    atomic_write(path, lambda fh: fh.write(text))
 
 
 def read_json(path: str | os.PathLike[str], what: str) -> Any:
