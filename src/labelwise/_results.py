@@ -44,8 +44,12 @@ class Selection:
     stratum_sizes:
         For stratified methods, N_h for every stratum h.
     rng_state:
-        The random generator's state after selection, so :func:`labelwise.extend` continues
-        the same random stream (reproducible extension).
+        For every method, the random generator's state *after* the selection's last draw
+        (None for deterministic methods such as DDG): the stream :func:`labelwise.extend`
+        continues. Methods whose whole order is fixed by one random key per row (SRS, SDS,
+        RDG) also keep the state the keys were drawn from in ``diagnostics["key_state"]``;
+        extend replays those keys, so selecting n and extending by m equals selecting n + m
+        with the same seed.
     diagnostics:
         Method-specific numbers worth keeping (e.g. CES objective values after each step).
     """

@@ -13,7 +13,7 @@ them (Meng et al. 2021, Algorithm 1 lines 35-38 and Sec. IV-B). The rules at the
   cut), and warns with :class:`DegenerateDataWarning`.
 
 The whole sequence is a function of the scores and the generator state the selection
-started from (stored in ``Selection.rng_state``), so :func:`labelwise.extend` replays it:
+started from (stored in ``Selection.diagnostics["key_state"]``), so :func:`labelwise.extend` replays it:
 selecting n and extending by m equals selecting n + m with the same seed. Extending with
 another ``rng`` keeps the candidate set (it belongs to the selection) and draws the
 remaining candidates in a new random order.
@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 from .._results import Selection
 from .._validation import RNGLike, check_rng
 from ..exceptions import DegenerateDataWarning, LabelwiseError
-from ._common import check_additional, generator_for_extension
+from ._common import check_additional, generator_for_extension, key_state_of
 
 
 def candidate_count(fraction: float, n_rows: int) -> int:
@@ -120,14 +120,15 @@ def extend_candidates(
 ) -> NDArray[np.int64]:
     """``selection.indices`` followed by ``additional`` more rows of the same sequence."""
     additional = check_additional(selection, additional)
-    if selection.rng_state is None:
+    key_state = key_state_of(selection)
+    if key_state is None:
         raise LabelwiseError(
             f"selection has no rng_state, so its {method} candidate set cannot be rebuilt"
         )
     n_rows = scores.size
     fraction = check_fraction(selection.params.get("candidate_fraction"), "candidate_fraction")
     n_cand = candidate_count(fraction, n_rows)
-    gen0 = generator_for_extension(selection.rng_state, None)
+    gen0 = generator_for_extension(key_state, None)
     tie_keys = gen0.random(n_rows)
     draw_keys = gen0.random(n_rows) if rng is None else check_rng(rng).random(n_rows)
     order, seq = _sequence(scores, n_cand, tie_keys, draw_keys)

@@ -52,6 +52,16 @@ def generator_state(gen: np.random.Generator) -> dict[str, Any]:
     return dict(gen.bit_generator.state)
 
 
+def key_state_of(selection: Any) -> Mapping[str, Any] | None:
+    """The state the random keys of SRS, SDS or RDG were drawn from (replayed by extend).
+
+    Stored in ``diagnostics["key_state"]``; selections written before labelwise stored it
+    kept it in ``rng_state``.
+    """
+    state = selection.diagnostics.get("key_state")
+    return selection.rng_state if state is None else state
+
+
 def allocate(
     budget: int,
     weights: NDArray[np.float64],

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._params import Interval, Options, Param, validate_params
 from .._progress import progress_bar
 from .._results import Selection
 from .._validation import (
@@ -50,7 +51,24 @@ __all__ = ["CES_OBJECTIVES", "ces_objective", "ces_select"]
 
 CES_OBJECTIVES = {"ce": kern.OBJ_CE, "ce-common": kern.OBJ_CE_COMMON, "kl": kern.OBJ_KL}
 
+#: CES's tuning parameters (defaults: the signature of :func:`ces_select`).
+CES_PARAMS = {
+    "n_sections": Param(Interval(int, 1, 255), "K, sections per neuron", flag="--sections"),
+    "initial": Param(Interval(int, 1, None), "p, initial random rows"),
+    "group_size": Param(Interval(int, 1, None), "q, rows added per step"),
+    "n_groups": Param(Interval(int, 1, None), "l, random groups tried per step", flag="--groups"),
+    "objective": Param(
+        Options(tuple(sorted(CES_OBJECTIVES))),
+        "kl: KL(P_T||P_S) (unbiased in our studies); ce: the paper's Eq. 8; "
+        "ce-common: Eq. 8 without sections rarer than 0.5/|T|",
+    ),
+    "epsilon": Param(
+        Interval(float, 0.0, 1.0, closed="neither"), "floor for empty sections (ce*)"
+    ),
+}
 
+
+@validate_params(CES_PARAMS)
 def ces_select(
     activations: ArrayLike,
     budget: int,

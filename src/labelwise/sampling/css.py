@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._params import Param, Shares, SharesOr, validate_params
 from .._results import Selection
 from .._validation import RNGLike, check_finite_array, check_rng
 from ..exceptions import DegenerateDataWarning, LabelwiseError
@@ -27,7 +28,16 @@ PAPER_STRATA = (0.8, 0.1, 0.1)
 PAPER_ALLOCATION = (0.2, 0.4, 0.4)
 NAMED_ALLOCATIONS = ("proportional", "neyman")
 
+#: CSS's tuning parameters (defaults: the signature of :func:`css_select`).
+CSS_PARAMS = {
+    "strata": Param(Shares(), "stratum shares, most to least confident"),
+    "allocation": Param(
+        SharesOr(NAMED_ALLOCATIONS), "label shares per stratum, or proportional, neyman"
+    ),
+}
 
+
+@validate_params(CSS_PARAMS)
 def css_select(
     confidences: ArrayLike,
     budget: int,

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._params import Interval, Options, Param, validate_params
 from .._results import Selection
 from .._validation import RNGLike, check_budget, check_finite_array, check_rng
 from ..exceptions import LabelwiseError
@@ -30,6 +31,18 @@ from ._common import check_additional, check_same_population, generator_state
 __all__ = ["GINI_COMBINE", "ddg_select", "deepgini_impurity", "rdg_select"]
 
 GINI_COMBINE = ("max", "min", "mean")
+
+_COMBINE = Param(
+    Options(GINI_COMBINE), "DeepGini: how the models' impurities of an input are combined"
+)
+#: DDG's and RDG's tuning parameters (defaults: the signatures).
+DDG_PARAMS = {"combine": _COMBINE}
+RDG_PARAMS = {
+    "combine": _COMBINE,
+    "candidate_fraction": Param(
+        Interval(float, 0.0, 1.0, closed="right"), "SDS, RDG: candidate input share"
+    ),
+}
 
 # Class probabilities must sum to 1 within this (float32 softmax outputs do).
 _SUM_TOLERANCE = 1e-3
@@ -57,6 +70,7 @@ def deepgini_impurity(probabilities: ArrayLike, *, combine: str = "max") -> NDAr
     return np.asarray(xi.mean(axis=0), dtype=np.float64)
 
 
+@validate_params(DDG_PARAMS)
 def ddg_select(
     probabilities: ArrayLike, budget: int, *, combine: str = "max", rng: RNGLike = None
 ) -> Selection:
@@ -88,6 +102,7 @@ def ddg_select(
     )
 
 
+@validate_params(RDG_PARAMS)
 def rdg_select(
     probabilities: ArrayLike,
     budget: int,
@@ -121,7 +136,7 @@ def rdg_select(
     frac = check_fraction(candidate_fraction, "candidate_fraction")
     budget = check_budget(budget, xi.size)
     gen = check_rng(rng)
-    state = generator_state(gen)
+    key_state = generator_state(gen)
     idx, n_cand = draw_candidates(
         xi, budget, frac, gen, what="DeepGini impurity", method="RDG", stacklevel=2
     )
@@ -130,8 +145,8 @@ def rdg_select(
         method="rdg",
         population_size=xi.size,
         params={"combine": combine, "candidate_fraction": frac},
-        rng_state=state,
-        diagnostics={"n_candidates": n_cand},
+        rng_state=generator_state(gen),
+        diagnostics={"n_candidates": n_cand, "key_state": key_state},
     )
 
 

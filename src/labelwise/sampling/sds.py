@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._params import Interval, Param, validate_params
 from .._results import Selection, _readonly
 from .._validation import RNGLike, check_budget, check_model_predictions, check_rng
 from ..exceptions import LabelwiseError
@@ -78,6 +79,17 @@ class SDSDiscrimination:
             object.__setattr__(self, name, _readonly(getattr(self, name)))
 
 
+#: SDS's tuning parameters (defaults: the signature of :func:`sds_select`).
+SDS_PARAMS = {
+    "top_fraction": Param(
+        Interval(float, 0.0, 0.5, closed="right"), "SDS: top/bottom model share"
+    ),
+    "candidate_fraction": Param(
+        Interval(float, 0.0, 1.0, closed="right"), "SDS, RDG: candidate input share"
+    ),
+}
+
+
 def sds_discrimination(predictions: ArrayLike, *, top_fraction: float = 0.27) -> SDSDiscrimination:
     """Majority votes, model scores, top/bottom groups and input discrimination (Steps 2-4).
 
@@ -109,6 +121,7 @@ def sds_discrimination(predictions: ArrayLike, *, top_fraction: float = 0.27) ->
     )
 
 
+@validate_params(SDS_PARAMS)
 def sds_select(
     predictions: ArrayLike,
     budget: int,
@@ -160,7 +173,7 @@ def sds_select(
     n_rows = disc.votes.size
     budget = check_budget(budget, n_rows)
     gen = check_rng(rng)
-    state = generator_state(gen)
+    key_state = generator_state(gen)
     idx, n_cand = draw_candidates(
         disc.discrimination,
         budget,
@@ -175,8 +188,8 @@ def sds_select(
         method="sds",
         population_size=n_rows,
         params={"top_fraction": float(top_fraction), "candidate_fraction": cand_frac},
-        rng_state=state,
-        diagnostics=_diagnostics(disc, n_cand),
+        rng_state=generator_state(gen),
+        diagnostics={**_diagnostics(disc, n_cand), "key_state": key_state},
     )
 
 
@@ -246,5 +259,5 @@ def _sds_extend(selection: Selection, data: Any, additional: int, rng: RNGLike) 
         population_size=selection.population_size,
         params=params,
         rng_state=selection.rng_state,
-        diagnostics=_diagnostics(disc, n_cand),
+        diagnostics={**selection.diagnostics, **_diagnostics(disc, n_cand)},
     )

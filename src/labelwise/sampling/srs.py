@@ -14,6 +14,7 @@ from ._common import (
     check_same_population,
     generator_for_extension,
     generator_state,
+    key_state_of,
     population_size,
 )
 
@@ -41,12 +42,14 @@ def srs_select(data: ArrayLike | int, budget: int, *, rng: RNGLike = None) -> Se
     n_pop = population_size(data)
     budget = check_budget(budget, n_pop)
     gen = check_rng(rng)
-    state = generator_state(gen)
+    key_state = generator_state(gen)
+    keys = _keys(gen, n_pop)
     return Selection(
-        indices=_smallest_keys(_keys(gen, n_pop), budget, None),
+        indices=_smallest_keys(keys, budget, None),
         method="srs",
         population_size=n_pop,
-        rng_state=state,
+        rng_state=generator_state(gen),
+        diagnostics={"key_state": key_state},
     )
 
 
@@ -56,12 +59,14 @@ def _srs_extend(selection: Selection, data: Any, additional: int, rng: RNGLike) 
         check_same_population(selection, population_size(data))
     additional = check_additional(selection, additional)
     if rng is None:  # replay the stored keys: the same as one draw of the larger size
-        keys = _keys(generator_for_extension(selection.rng_state, None), n_pop)
+        key_state = key_state_of(selection)
+        keys = _keys(generator_for_extension(key_state, None), n_pop)
         state = selection.rng_state
     else:
         gen = generator_for_extension(None, rng)
-        state = generator_state(gen)
+        key_state = generator_state(gen)
         keys = _keys(gen, n_pop)
+        state = generator_state(gen)
     new = _smallest_keys(keys, additional, selection.indices)
     return Selection(
         indices=np.concatenate([selection.indices, new]),
@@ -69,6 +74,7 @@ def _srs_extend(selection: Selection, data: Any, additional: int, rng: RNGLike) 
         population_size=n_pop,
         params=dict(selection.params),
         rng_state=state,
+        diagnostics={**selection.diagnostics, "key_state": key_state},
     )
 
 
