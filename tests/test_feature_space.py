@@ -140,8 +140,10 @@ def test_boundary_conditioning_hand_computed():
     assert r.overall == pytest.approx(0.5)
     r2 = boundary_conditioning(p, y, lo=0.52, hi=0.6)
     np.testing.assert_allclose(r2.shares, [0.5, 0.0])
-    r3 = boundary_conditioning(p, y, lo=0.5, hi=0.5)  # closed band
+    r3 = boundary_conditioning(p, y, lo=0.45, hi=0.5)  # closed band: 0.5 is in it
     np.testing.assert_allclose(r3.shares, [0.0, 0.5])
+    with pytest.raises(LabelwiseError, match="lo must be below hi"):  # one rule: lo < hi
+        boundary_conditioning(p, y, lo=0.5, hi=0.5)
     json.dumps(r.to_dict(), allow_nan=False)
 
 
@@ -302,7 +304,7 @@ def test_covariate_shift_rejects_bad_settings():
 
 @pytest.mark.parametrize("metric", [boundary_conditioning, pairwise_boundary_conditioning])
 def test_boundary_metrics_reject_bad_input(metric):
-    with pytest.raises(LabelwiseError, match="lo must be <= hi"):
+    with pytest.raises(LabelwiseError, match="lo must be below hi"):
         metric(_P, [0, 1], lo=0.7, hi=0.5)
     with pytest.raises(LabelwiseError, match="hi must be in"):
         metric(_P, [0, 1], lo=0.2, hi=1.5)

@@ -20,6 +20,7 @@ from .estimation import (
     wtl,
 )
 from .exceptions import DegenerateDataWarning, LabelwiseError, MissingDependencyError
+from . import registry
 from .sampling import (
     SDSDiscrimination,
     ces_objective,
@@ -62,6 +63,7 @@ __all__ = [
     "rank_models",
     "rank_sum_test",
     "rdg_select",
+    "registry",
     "regression_scores",
     "sds_discrimination",
     "sds_select",

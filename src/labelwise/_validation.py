@@ -114,6 +114,26 @@ def _first_nonfinite(arr: NDArray[Any], chunk: int = 1 << 22) -> int | None:
     return None
 
 
+def check_band(lo: Any, hi: Any) -> tuple[float, float]:
+    """A confidence band ``[lo, hi]`` with ``0 <= lo < hi <= 1``: the one rule for every band.
+
+    A band must have width: with ``lo == hi`` it would hold only inputs whose confidence is
+    exactly that number (and generated boundary points could never land in it).
+    """
+    vals = []
+    for name, value in (("lo", lo), ("hi", hi)):
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise LabelwiseError(f"{name} must be a number in [0, 1], got {value!r}") from None
+        if isinstance(value, bool) or not (0.0 <= v <= 1.0):  # NaN fails too
+            raise LabelwiseError(f"{name} must be in [0, 1], got {value!r}")
+        vals.append(v)
+    if vals[0] >= vals[1]:
+        raise LabelwiseError(f"lo must be below hi, got lo={vals[0]:g} and hi={vals[1]:g}")
+    return vals[0], vals[1]
+
+
 def check_confidence(confidence: Any) -> float:
     return check_probability(confidence, "confidence")
 

@@ -130,7 +130,7 @@ def read_labels_csv(path: str | os.PathLike[str]) -> tuple[NDArray[np.int64], st
     if not p.is_file():
         raise LabelwiseError(f"--labels: {p} does not exist")
     try:
-        with open(p, encoding="utf-8", newline="") as fh:
+        with open(p, encoding="utf-8-sig", newline="") as fh:  # -sig: spreadsheets write a BOM
             reader = csv.reader(fh)
             header = next(reader, None)
             body = [r for r in reader if r and any(c.strip() for c in r)]

@@ -341,11 +341,15 @@ def _correctness(labels: Any, predictions: Any) -> NDArray[np.float64]:
             raise LabelwiseError(f"predictions as (N, C) scores must be numbers, got {p.dtype}")
         if p.dtype.kind == "f" and not np.isfinite(p).all():
             raise LabelwiseError("predictions must be finite, found NaN or infinity")
-        if y.dtype.kind not in "biu":
+        integral = y.dtype.kind in "biu" or (
+            y.dtype.kind == "f" and bool(np.all(np.isfinite(y) & (y == np.round(y))))
+        )  # integer-valued floats are classes, as everywhere labels are read
+        if not integral:
             raise LabelwiseError(
                 "labels must be integer class indices when predictions are (N, C) scores, "
                 f"got dtype {y.dtype}"
             )
+        y = y.astype(np.int64)
         if p.shape[1] == 0:
             raise LabelwiseError(f"predictions as (N, C) scores need C >= 1, got {p.shape}")
         p = p.argmax(axis=1)

@@ -178,24 +178,24 @@ def stratified_estimate(
 def estimate(
     selection: Selection, scores: ArrayLike, *, confidence: float = 0.95, metric: str | None = None
 ) -> Estimate:
-    """The estimator that fits ``selection.method``; ``scores`` align with ``selection.indices``."""
+    """The estimator that fits ``selection.method``; ``scores`` align with ``selection.indices``.
+
+    The estimator is the one registered for the method in :mod:`labelwise.registry` (SRS:
+    :func:`srs_estimate`; CSS: :func:`stratified_estimate`; CES: :func:`ces_estimate`).
+    Ranking methods (SDS, DDG, RDG) have none: use :func:`labelwise.rank_models`.
+    """
+    from .. import registry
+
     y = check_scores(scores)
     if y.size != selection.budget:
         raise LabelwiseError(
             f"scores must have one value per selected row ({selection.budget}), got {y.size}"
         )
-    n_pop = selection.population_size
-    if selection.method == "css":
-        if selection.strata is None or selection.stratum_sizes is None:
-            raise LabelwiseError("a CSS selection must carry its strata")
-        return stratified_estimate(
-            y, selection.strata, selection.stratum_sizes, confidence=confidence, metric=metric
-        )
-    if selection.method == "ces":
-        return ces_estimate(y, population_size=n_pop, confidence=confidence, metric=metric)
-    if selection.method == "srs":
-        return srs_estimate(y, population_size=n_pop, confidence=confidence, metric=metric)
-    raise LabelwiseError(f"selection.method {selection.method!r} has no accuracy estimator")
+    if selection.method not in registry.names():
+        raise LabelwiseError(f"selection.method {selection.method!r} has no accuracy estimator")
+    return registry.get(selection.method).estimate(
+        selection, y, confidence=confidence, metric=metric
+    )
 
 
 def wilson_interval(

@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._results import _readonly
-from .._validation import check_finite_array, check_int, check_rng
+from .._validation import check_band, check_finite_array, check_int, check_rng
 from ..exceptions import DegenerateDataWarning, LabelwiseError, MissingDependencyError
 
 __all__ = [
@@ -389,19 +389,7 @@ def _check_positive_float(value: Any, name: str) -> float:
     return v
 
 
-def _check_band(lo: Any, hi: Any) -> tuple[float, float]:
-    vals = []
-    for name, value in (("lo", lo), ("hi", hi)):
-        try:
-            v = float(value)
-        except (TypeError, ValueError):
-            raise LabelwiseError(f"{name} must be a number in [0, 1], got {value!r}") from None
-        if isinstance(value, bool) or not (0.0 <= v <= 1.0):  # NaN fails too
-            raise LabelwiseError(f"{name} must be in [0, 1], got {value!r}")
-        vals.append(v)
-    if vals[0] > vals[1]:
-        raise LabelwiseError(f"lo must be <= hi, got lo={vals[0]} and hi={vals[1]}")
-    return vals[0], vals[1]
+_check_band = check_band  # one rule for every band: 0 <= lo < hi <= 1
 
 
 def _check_probabilities(
@@ -609,7 +597,7 @@ def boundary_conditioning(
     labels:
         (N,) ground-truth class labels in ``[0, C)``.
     lo, hi:
-        The band, ``0 <= lo <= hi <= 1``.
+        The band, ``0 <= lo < hi <= 1``.
 
     Returns
     -------
@@ -652,7 +640,7 @@ def pairwise_boundary_conditioning(
     labels:
         (N,) ground-truth class labels in ``[0, C)``.
     lo, hi:
-        The band, ``0 <= lo <= hi <= 1`` (default ``[0, 0.6]``, as in
+        The band, ``0 <= lo < hi <= 1`` (default ``[0, 0.6]``, as in
         :func:`boundary_conditioning`).
 
     Returns

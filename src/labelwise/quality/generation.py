@@ -38,7 +38,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._results import _readonly
-from .._validation import check_finite_array, check_int, check_rng
+from .._validation import check_band, check_finite_array, check_int, check_rng
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 
 __all__ = [
@@ -220,16 +220,7 @@ class GenerationTable:
 # --------------------------------------------------------------------------- checks
 
 
-def _check_band(lo: Any, hi: Any) -> tuple[float, float]:
-    try:
-        lo_f, hi_f = float(lo), float(hi)
-    except (TypeError, ValueError):
-        raise LabelwiseError(f"lo and hi must be numbers, got {lo!r} and {hi!r}") from None
-    if not (0.0 <= lo_f <= 1.0 and 0.0 <= hi_f <= 1.0):
-        raise LabelwiseError(f"lo and hi must be in [0, 1], got lo={lo!r}, hi={hi!r}")
-    if lo_f >= hi_f:
-        raise LabelwiseError(f"lo must be below hi, got lo={lo_f:g} >= hi={hi_f:g}")
-    return lo_f, hi_f
+_check_band = check_band  # one rule for every band: 0 <= lo < hi <= 1
 
 
 def _check_share(value: Any) -> float:

@@ -7,22 +7,8 @@ from typing import Any
 from .._results import Selection
 from .._validation import RNGLike
 from ..exceptions import LabelwiseError
-from .ces import _ces_extend
-from .css import _css_extend
-from .gini import _ddg_extend, _rdg_extend
-from .sds import _sds_extend
-from .srs import _srs_extend
 
 __all__ = ["extend"]
-
-_EXTENDERS = {
-    "srs": _srs_extend,
-    "css": _css_extend,
-    "ces": _ces_extend,
-    "sds": _sds_extend,
-    "ddg": _ddg_extend,
-    "rdg": _rdg_extend,
-}
 
 
 def extend(selection: Selection, data: Any, additional: int, *, rng: RNGLike = None) -> Selection:
@@ -47,10 +33,8 @@ def extend(selection: Selection, data: Any, additional: int, *, rng: RNGLike = N
     """
     if not isinstance(selection, Selection):
         raise LabelwiseError(f"selection must be a Selection, got {type(selection).__name__}")
-    try:
-        fn = _EXTENDERS[selection.method]
-    except KeyError:
-        raise LabelwiseError(
-            f"selections made by {selection.method!r} cannot be extended"
-        ) from None
-    return fn(selection, data, additional, rng)
+    from .. import registry  # the table imports the samplers
+
+    if selection.method not in registry.names():
+        raise LabelwiseError(f"selections made by {selection.method!r} cannot be extended")
+    return registry.get(selection.method).extend(selection, data, additional, rng)
