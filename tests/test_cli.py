@@ -112,7 +112,7 @@ def test_select_label_estimate(
     )
     assert code == 0
     printed = capsys.readouterr().out
-    assert f"{method}: 120 of 897 rows selected" in printed
+    assert f"{method}: 120 rows selected, 777 rows still unselected" in printed
     doc = json.loads((sel_dir / "selection.json").read_text())
     idx = np.asarray(doc["selection"]["indices"])
     assert idx.size == 120 and np.unique(idx).size == 120

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import registry
 from ._results import Estimate, Ranking, Selection
 from .estimation import (
     ces_estimate,
@@ -20,7 +21,6 @@ from .estimation import (
     wtl,
 )
 from .exceptions import DegenerateDataWarning, LabelwiseError, MissingDependencyError
-from . import registry
 from .sampling import (
     SDSDiscrimination,
     ces_objective,

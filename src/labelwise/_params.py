@@ -2,7 +2,7 @@
 
 A sampler declares its tuning parameters once, next to its definition::
 
-    CES_PARAMS = {"n_sections": Param(Interval(int, 1, 255), "K, sections per neuron", flag="--sections")}
+    CES_PARAMS = {"n_sections": Param(Interval(int, 1, 255), "K, sections", flag="--sections")}
 
     @validate_params(CES_PARAMS)
     def ces_select(activations, budget, *, n_sections=20, ...): ...
@@ -129,9 +129,7 @@ class Shares(Constraint):
         except (TypeError, ValueError):
             return False
         return (
-            len(s) >= 1
-            and all(math.isfinite(x) and x > 0 for x in s)
-            and abs(sum(s) - 1.0) <= 1e-6
+            len(s) >= 1 and all(math.isfinite(x) and x > 0 for x in s) and abs(sum(s) - 1.0) <= 1e-6
         )
 
     def describe(self) -> str:

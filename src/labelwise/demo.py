@@ -10,19 +10,20 @@ from typing import Any
 import numpy as np
 
 from ._plotting import pyplot, save_figure
-from ._progress import progress_bar
 from ._results import Estimate, Selection
-from .estimation import correctness, estimate
+from .estimation import estimate
 from .exceptions import DegenerateDataWarning
-from .io import file_digest, save_array, write_csv, write_json
-from .sampling import ces_select, css_select, srs_select
+from .experiments.study import MethodSpec, Population, run_study
+from .io import save_array, write_csv, write_json
+from .workspace import Workspace
 
-METHODS: dict[str, Any] = {
-    "SRS": lambda ctx, n, rng: srs_select(ctx.activations, n, rng=rng),
-    "CSS": lambda ctx, n, rng: css_select(ctx.probabilities, n, rng=rng),
-    "CES": lambda ctx, n, rng: ces_select(ctx.activations, n, rng=rng),
-    "CES-Eq8": lambda ctx, n, rng: ces_select(ctx.activations, n, objective="ce", rng=rng),
-}
+#: The demo's methods: registry entries (labelwise.registry) with their parameters.
+METHODS: tuple[MethodSpec, ...] = (
+    MethodSpec("SRS", "srs"),
+    MethodSpec("CSS", "css"),
+    MethodSpec("CES", "ces"),
+    MethodSpec("CES-Eq8", "ces", {"objective": "ce"}),
+)
 
 
 def run_demo(
@@ -51,23 +52,30 @@ def run_demo(
     )
     out.mkdir(parents=True, exist_ok=True)
     sources = _save_pile(ctx, out)
+    pop = Population(
+        name=ctx.name,
+        model="demo CNN",
+        operational=shift,
+        scores=(ctx.predictions == ctx.labels).astype(np.float64),
+        activations=ctx.activations,
+        confidences=ctx.probabilities,
+    )
 
     print(f"\nOne selection of {budget} labels per method (seed {seed}):")
     header = f"  {'method':<8}{'estimate':>10}  {'95% interval':<20}{'error':>9}  covers truth"
     print(header)
-    scores_all = (ctx.predictions == ctx.labels).astype(np.float64)
-    for name, pick in METHODS.items():
-        sel = pick(ctx, budget, seed)
-        est = _estimate(sel, ctx)
+    for spec in METHODS:
+        sel = spec.selections(pop, (budget,), np.random.default_rng(seed))[0]
+        est = _estimate(sel, pop)
         covers = "yes" if est.ci_low <= truth <= est.ci_high else "no"
         print(
-            f"  {name:<8}{est.value:>10.4f}  [{est.ci_low:.4f}, {est.ci_high:.4f}]  "
+            f"  {spec.name:<8}{est.value:>10.4f}  [{est.ci_low:.4f}, {est.ci_high:.4f}]  "
             f"{est.value - truth:>+9.4f}  {covers}"
         )
-        _save_selection(out / name.lower(), sel, sources, seed, ctx.labels)
+        _save_selection(out / spec.name.lower(), sel, sources, seed, ctx.labels)
 
     print(f"\nSpread over {repeats} repetitions of {budget} labels (true accuracy {truth:.4f}):")
-    rows = _repeat(ctx, budget, repeats, seed, scores_all)
+    rows = _repeat(pop, budget, repeats, seed)
     print(f"  {'method':<8}{'mean':>8}{'sd':>9}{'RMSE':>9}{'E vs SRS':>10}{'coverage':>10}")
     srs_mse = rows["SRS"]["mse"]
     summary = []
@@ -106,39 +114,26 @@ def run_demo(
     return 0
 
 
-def _estimate(sel: Selection, ctx: Any) -> Estimate:
-    scores = correctness(ctx.predictions[sel.indices], ctx.labels[sel.indices], n_classes=10)
+def _estimate(sel: Selection, pop: Population) -> Estimate:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateDataWarning)
-        return estimate(sel, scores)
+        return estimate(sel, pop.scores[sel.indices])
 
 
-def _repeat(
-    ctx: Any, budget: int, repeats: int, seed: int, scores_all: np.ndarray
-) -> dict[str, dict[str, Any]]:
-    truth = float(scores_all.mean())
-    values: dict[str, list[float]] = {m: [] for m in METHODS}
-    covered: dict[str, int] = dict.fromkeys(METHODS, 0)
-    seeds = np.random.SeedSequence([seed, 7]).spawn(repeats)
-    bar = progress_bar(repeats, desc="repetitions", unit="rep")
-    for r in range(repeats):
-        bar.update(1)
-        for name, pick in METHODS.items():
-            est = _estimate(pick(ctx, budget, np.random.default_rng(seeds[r])), ctx)
-            values[name].append(est.value)
-            covered[name] += int(est.ci_low <= truth <= est.ci_high)
-    bar.close()
-    res = {}
-    for name, v in values.items():
-        a = np.asarray(v)
-        res[name] = {
+def _repeat(pop: Population, budget: int, repeats: int, seed: int) -> dict[str, dict[str, Any]]:
+    """The spread over repetitions: the operational study's harness at one size."""
+    res = run_study(pop, list(METHODS), sizes=(budget,), repetitions=repeats, seed=seed)
+    out = {}
+    for spec in METHODS:
+        a = res.estimates[spec.name][:, 0]
+        out[spec.name] = {
             "mean": float(a.mean()),
-            "sd": float(a.std(ddof=1)) if a.size > 1 else 0.0,
-            "mse": float(np.mean((a - truth) ** 2)),
-            "coverage": covered[name] / repeats,
+            "sd": float(a.std(ddof=1)),
+            "mse": float(res.mse(spec.name)[0]),
+            "coverage": float(res.coverage(spec.name)[0]),
             "estimates": a.tolist(),
         }
-    return res
+    return out
 
 
 def _save_pile(ctx: Any, out: Path) -> dict[str, Any]:
@@ -148,25 +143,20 @@ def _save_pile(ctx: Any, out: Path) -> dict[str, Any]:
     write_csv(
         out / "answer_key.csv", ["row", "label"], [[i, int(y)] for i, y in enumerate(ctx.labels)]
     )
-    sources = {}
-    for key, fname, arr in (
-        ("activations", "activations.npy", ctx.activations),
-        ("probs", "probabilities.npy", ctx.probabilities),
-    ):
-        path = (out / fname).resolve()
-        sources[key] = {"path": str(path), "sha256": file_digest(path), "shape": list(arr.shape)}
-    return sources
+    ws = Workspace(out)
+    ws.add_source("activations", out / "activations.npy", "activations")
+    ws.add_source("probs", out / "probabilities.npy", "probabilities")
+    return ws.sources
 
 
 def _save_selection(
     directory: Path, sel: Selection, sources: dict[str, Any], seed: int, labels: np.ndarray
 ) -> None:
     """The selection, and its labels as a human labeller would return them (selected rows)."""
-    from .cli import write_selection
-
-    write_selection(directory, sel, sources, seed)
-    rows = [[int(r), int(labels[r])] for r in sel.indices]
-    write_csv(directory / "labels.csv", ["row", "label"], rows)
+    ws = Workspace(directory)
+    ws.sources, ws.seed = dict(sources), seed
+    ws.write_selection(sel)
+    ws.write_labels(sel.indices, labels[sel.indices])
 
 
 def _plot(rows: dict[str, dict[str, Any]], truth: float, budget: int, out: Path) -> str | None:

@@ -28,7 +28,7 @@ from ._params import Param, declared_params
 from ._results import Estimate, Selection
 from .exceptions import LabelwiseError
 
-__all__ = ["Method", "NEEDS", "get", "methods", "names", "register"]
+__all__ = ["NEEDS", "Method", "get", "methods", "names", "register"]
 
 #: What a method is run on, by the key its data is recorded under in a selection directory.
 NEEDS: dict[str | None, str] = {
@@ -60,6 +60,9 @@ class Method:
         ``select(data, budget, **params, rng=...) -> Selection``.
     extend:
         ``extend(selection, data, additional, rng) -> Selection``.
+    prefixes:
+        Whether every prefix of a selection is itself a selection of the method (SRS, CES,
+        SDS, DDG, RDG; not CSS, whose allocation depends on the budget).
     data_ndim:
         The array ranks the data may have (empty: any), checked by the CLI before selecting.
     estimator:
@@ -75,6 +78,7 @@ class Method:
     extend: Callable[[Selection, Any, int, Any], Selection]
     estimator: Estimator | None = None
     data_ndim: tuple[int, ...] = ()
+    prefixes: bool = True
 
     @property
     def needs(self) -> str:
@@ -202,6 +206,7 @@ def _register_builtins() -> None:
             css.css_select,
             css._css_extend,
             css_estimator,
+            prefixes=False,
         ),
         Method(
             "ces",

@@ -4,7 +4,9 @@ The design is Li et al. 2019, Sec. 4.2: each method estimates the pile's mean sc
 sample sizes 35, 40, ..., 180, repeated 50 times; MSE(n) = mean over repetitions of
 (estimate - truth)^2, and the relative efficiency E = MSE_method / MSE_SRS, averaged over
 the sizes (Table 1). A sequential method (SRS, CES) gives every size from the prefixes of
-one run, as in the authors' scripts; CSS is drawn afresh at every size.
+one run, as in the authors' scripts; CSS is drawn afresh at every size. Every selection
+comes from the registered select function (:mod:`labelwise.registry`) and every estimate
+from :func:`labelwise.estimate`; the demo uses the same harness.
 
 NumPy core: a :class:`Population` holds per-row scores and what the methods need.
 """
@@ -20,10 +22,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .. import registry
 from .._progress import progress_bar
+from .._results import Selection
 from .._validation import check_finite_array, check_int
+from ..estimation import estimate
 from ..exceptions import LabelwiseError
-from ..sampling import ces_select, css_select
 
 __all__ = [
     "PAPER_SIZES",
@@ -31,6 +35,7 @@ __all__ = [
     "Population",
     "StudyResult",
     "default_methods",
+    "prefix",
     "run_study",
 ]
 
@@ -75,45 +80,64 @@ class Population:
 class MethodSpec:
     """A named sampling method and its parameters (picklable, so it can run in workers).
 
-    ``kind`` is ``"srs"``, ``"css"`` or ``"ces"``; ``params`` go to the sampler.
+    ``kind`` is a method of :mod:`labelwise.registry` (``"srs"``, ``"css"``, ``"ces"``, ...);
+    ``params`` go to its select function. Rows come from the registered select function and
+    every estimate from :func:`labelwise.estimate`, exactly as a user would get them.
     """
 
     name: str
     kind: str
     params: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def method(self) -> registry.Method:
+        return registry.get(self.kind)
+
     def applies_to(self, pop: Population) -> bool:
-        if self.kind == "css":
-            return pop.confidences is not None
-        if self.kind == "ces":
-            return pop.activations is not None
-        return True
+        m = self.method
+        return m.purpose == "accuracy" and (m.data is None or _data(pop, m.data) is not None)
+
+    def selections(
+        self, pop: Population, sizes: Sequence[int], gen: np.random.Generator
+    ) -> list[Selection]:
+        """One selection per size (one repetition).
+
+        A method whose prefixes are selections (SRS, CES) is run once at the largest size and
+        every smaller size is its prefix, as in the authors' scripts (for SRS the prefix is
+        exactly ``srs_select(..., n)`` with the same seed); others run afresh at every size.
+        """
+        m = self.method
+        data = pop.size if m.data is None else _need(_data(pop, m.data), m.data)
+        if m.prefixes:
+            sel = m.run(data, max(sizes), rng=gen, **self.params)
+            return [prefix(sel, n) for n in sizes]
+        return [m.run(data, n, rng=gen, **self.params) for n in sizes]
 
     def estimates(
         self, pop: Population, sizes: Sequence[int], gen: np.random.Generator
     ) -> NDArray[np.float64]:
-        """Point estimates of ``pop.truth`` at each size (one repetition)."""
-        top = max(sizes)
-        if self.kind == "srs":
-            idx = gen.permutation(pop.size)[:top]
-            return _prefix_means(pop.scores[idx], sizes)
-        if self.kind == "ces":
-            sel = ces_select(_need(pop.activations, "activations"), top, rng=gen, **self.params)
-            return _prefix_means(pop.scores[sel.indices], sizes)
-        if self.kind == "css":
-            conf = _need(pop.confidences, "confidences")
-            out = np.empty(len(sizes))
-            for i, n in enumerate(sizes):
-                sel = css_select(conf, n, rng=gen, **self.params)
-                assert sel.strata is not None and sel.stratum_sizes is not None
-                sizes_h = np.asarray(sel.stratum_sizes, dtype=np.float64)
-                y = pop.scores[sel.indices]
-                n_h = np.bincount(sel.strata, minlength=sizes_h.size)
-                sums = np.bincount(sel.strata, weights=y, minlength=sizes_h.size)
-                used = n_h > 0
-                out[i] = float(np.sum(sizes_h[used] / sizes_h.sum() * sums[used] / n_h[used]))
-            return out
-        raise LabelwiseError(f"unknown method kind {self.kind!r}")
+        """(len(sizes), 3): estimate, interval low and high at each size (one repetition)."""
+        out = np.empty((len(sizes), 3))
+        for i, sel in enumerate(self.selections(pop, sizes, gen)):
+            est = estimate(sel, pop.scores[sel.indices], metric=pop.metric)
+            out[i] = est.value, est.ci_low, est.ci_high
+        return out
+
+
+def prefix(selection: Selection, n: int) -> Selection:
+    """The first ``n`` rows of a selection whose every prefix is a selection (SRS, CES)."""
+    if n == selection.budget:
+        return selection
+    return Selection(
+        indices=selection.indices[:n],
+        method=selection.method,
+        population_size=selection.population_size,
+        params=dict(selection.params),
+    )
+
+
+def _data(pop: Population, key: str) -> NDArray[Any] | None:
+    return {"activations": pop.activations, "probs": pop.confidences}.get(key)
 
 
 def default_methods() -> list[MethodSpec]:
@@ -133,11 +157,22 @@ def default_methods() -> list[MethodSpec]:
 
 @dataclass(frozen=True, eq=False)
 class StudyResult:
-    """Estimates (method -> (repetitions, sizes)) for one population, and summaries."""
+    """Estimates (method -> (repetitions, sizes)) for one population, and summaries.
+
+    ``ci_low`` and ``ci_high`` hold each estimate's interval (same shapes).
+    """
 
     population: Population
     sizes: tuple[int, ...]
     estimates: dict[str, NDArray[np.float64]]
+    ci_low: dict[str, NDArray[np.float64]] = field(default_factory=dict)
+    ci_high: dict[str, NDArray[np.float64]] = field(default_factory=dict)
+
+    def coverage(self, method: str) -> NDArray[np.float64]:
+        """Share of repetitions whose interval covers the truth, at every size."""
+        t = self.population.truth
+        hit = (self.ci_low[method] <= t) & (t <= self.ci_high[method])
+        return np.asarray(hit.mean(axis=0))
 
     def mse(self, method: str) -> NDArray[np.float64]:
         """MSE at every size: mean over repetitions of (estimate - truth)^2."""
@@ -204,7 +239,7 @@ def run_study(
     if len({m.name for m in active}) != len(active):
         raise LabelwiseError("methods must have distinct names")
     tasks = [(k, r) for k in range(len(active)) for r in range(repetitions)]
-    out = {m.name: np.empty((repetitions, len(sizes))) for m in active}
+    out = {m.name: np.empty((repetitions, len(sizes), 3)) for m in active}
     bar = progress_bar(len(tasks), desc=population.name, unit="run", enabled=progress)
     try:
         if n_jobs == 1:
@@ -227,7 +262,13 @@ def run_study(
     finally:
         bar.close()
         _WORK.clear()
-    return StudyResult(population=population, sizes=sizes, estimates=out)
+    return StudyResult(
+        population=population,
+        sizes=sizes,
+        estimates={k: v[..., 0] for k, v in out.items()},
+        ci_low={k: v[..., 1] for k, v in out.items()},
+        ci_high={k: v[..., 2] for k, v in out.items()},
+    )
 
 
 _WORK: dict[str, Any] = {}
@@ -249,12 +290,6 @@ def _run_task(task: tuple[int, int]) -> NDArray[np.float64]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateDataWarning)
         return _WORK["methods"][k].estimates(_WORK["pop"], _WORK["sizes"], gen)
-
-
-def _prefix_means(values: NDArray[np.float64], sizes: Sequence[int]) -> NDArray[np.float64]:
-    csum = np.cumsum(values)
-    n = np.asarray(sizes)
-    return np.asarray(csum[n - 1] / n)
 
 
 def _need(arr: NDArray[Any] | None, name: str) -> NDArray[Any]:

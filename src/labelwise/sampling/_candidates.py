@@ -13,7 +13,8 @@ them (Meng et al. 2021, Algorithm 1 lines 35-38 and Sec. IV-B). The rules at the
   cut), and warns with :class:`DegenerateDataWarning`.
 
 The whole sequence is a function of the scores and the generator state the selection
-started from (stored in ``Selection.diagnostics["key_state"]``), so :func:`labelwise.extend` replays it:
+started from (stored in ``Selection.diagnostics["key_state"]``), so :func:`labelwise.extend`
+replays it:
 selecting n and extending by m equals selecting n + m with the same seed. Extending with
 another ``rng`` keeps the candidate set (it belongs to the selection) and draws the
 remaining candidates in a new random order.

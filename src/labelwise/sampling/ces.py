@@ -62,9 +62,7 @@ CES_PARAMS = {
         "kl: KL(P_T||P_S) (unbiased in our studies); ce: the paper's Eq. 8; "
         "ce-common: Eq. 8 without sections rarer than 0.5/|T|",
     ),
-    "epsilon": Param(
-        Interval(float, 0.0, 1.0, closed="neither"), "floor for empty sections (ce*)"
-    ),
+    "epsilon": Param(Interval(float, 0.0, 1.0, closed="neither"), "floor for empty sections (ce*)"),
 }
 
 

@@ -81,9 +81,7 @@ class SDSDiscrimination:
 
 #: SDS's tuning parameters (defaults: the signature of :func:`sds_select`).
 SDS_PARAMS = {
-    "top_fraction": Param(
-        Interval(float, 0.0, 0.5, closed="right"), "SDS: top/bottom model share"
-    ),
+    "top_fraction": Param(Interval(float, 0.0, 0.5, closed="right"), "SDS: top/bottom model share"),
     "candidate_fraction": Param(
         Interval(float, 0.0, 1.0, closed="right"), "SDS, RDG: candidate input share"
     ),

@@ -1,0 +1,69 @@
+"""Command-line interface: ``labelwise select | estimate | rank | capture | ... | study``.
+
+Thin: one module per subcommand parses its arguments, calls the public API, prints, and
+reads or writes a selection directory through :class:`labelwise.workspace.Workspace`.
+No library module imports the CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Sequence
+
+from .. import __version__
+from ..exceptions import LabelwiseError, MissingDependencyError
+from . import capture, demo, dependability, estimate, quality, rank, select, study
+from ._common import check_seed
+
+__all__ = ["build_parser", "main"]
+
+EPILOG = """\
+typical session:
+  labelwise capture --model model.pt --inputs pile.npy --out cap
+  labelwise select --method ces --budget 100 --activations cap/activations.npy \\
+                   --probs cap/probabilities.npy --out sel
+  # label the rows listed in sel/to_label.csv, save them as labels.csv (row,label)
+  labelwise estimate sel --labels labels.csv
+  labelwise select --extend sel --budget 50      # 50 more labels, same method
+"""
+
+SUBCOMMANDS = (select, estimate, rank, capture, dependability, quality, demo, study)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            check_seed(args)
+            code = int(args.func(args) or 0)
+        except (LabelwiseError, MissingDependencyError) as exc:
+            print(f"labelwise: error: {exc}", file=sys.stderr)
+            code = 2
+        finally:
+            for message in dict.fromkeys(str(w.message) for w in caught):
+                print(f"note: {message}", file=sys.stderr)
+    return code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="labelwise",
+        description=(
+            "Estimate a model's accuracy on a large unlabeled pile from a few labels: choose "
+            "which inputs to label (SRS, CSS, CES), then estimate with a confidence interval."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"labelwise {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for module in SUBCOMMANDS:
+        module.add_parser(sub)
+    return p

@@ -1,0 +1,174 @@
+"""``labelwise dependability``: dependability metrics of a network (RICC)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import LabelwiseError
+from ..io import load_array, read_labels_csv, write_json
+
+
+def add_parser(sub: Any) -> None:
+    dp = sub.add_parser(
+        "dependability",
+        help="dependability metrics of a network (coverage, robustness, interpretability)",
+        description=(
+            "Dependability metrics of a PyTorch classifier on a labelled input set (Cheng et "
+            "al., RICC, Sec. II): accuracy, neuron 1- and k-activation coverage and activation "
+            "patterns of one layer; with --scenarios, scenario k-projection coverage, accuracy "
+            "per scenario, accuracy discounted by coverage and the next scenarios to collect; "
+            "with --severity, weighted confusion; with --perturb, the confidence lost under "
+            "perturbations and attacks; with --masks, occlusion-based interpretation precision "
+            "and sensitivity. Prints a summary, writes OUT/dependability.json and PNG plots. "
+            "Needs: pip install 'labelwise[dependability]' and pip install --no-deps "
+            "torchattacks for the attacks."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    dp.add_argument("--model", type=Path, required=True, help="TorchScript or pickled model")
+    dp.add_argument("--inputs", type=Path, required=True, help="inputs, .npy, first axis = rows")
+    dp.add_argument(
+        "--labels", type=Path, required=True, help="true classes: .npy (N,) or CSV row,label"
+    )
+    dp.add_argument("--out", type=Path, required=True, help="output directory")
+    dp.add_argument(
+        "--layer", default=None, help="layer for the neuron metrics (default: last hidden)"
+    )
+    dp.add_argument("--threshold", type=float, default=0.0, help="a neuron is on above this")
+    dp.add_argument("--neuron-k", type=int, default=2, choices=[1, 2, 3], help="k for neurons")
+    dp.add_argument("--scenarios", type=Path, help="CSV of operating conditions, one row per input")
+    dp.add_argument("--spec", type=Path, help="JSON: each condition's possible values")
+    dp.add_argument("--k", type=int, default=2, choices=[1, 2, 3], help="k for scenarios")
+    dp.add_argument("--severity", help="severity matrix JSON, or paper-table1")
+    dp.add_argument(
+        "--perturb",
+        default=None,
+        help="comma list of fgsm, pgd (alpha eps/4, 10 steps), deepfool, noise (sigma eps), "
+        "brightness (+eps), rotation (15 degrees), patch (2x2); inputs must be in [0, 1]",
+    )
+    dp.add_argument("--eps", type=float, default=0.03, help="attack / perturbation strength")
+    dp.add_argument("--masks", type=Path, help="ground-truth masks .npy (N, H, W) for occlusion")
+    dp.add_argument("--window", type=int, default=4, help="occlusion window side (pixels)")
+    dp.add_argument("--stride", type=int, default=2, help="occlusion stride (pixels)")
+    dp.add_argument(
+        "--rho", type=float, default=0.5, help="hot: class probability below this when occluded"
+    )
+    dp.add_argument("--seed", type=int, default=0, help="seed for random perturbations")
+    dp.set_defaults(func=cmd_dependability)
+
+
+def cmd_dependability(args: argparse.Namespace) -> int:
+    from ..adapters.torch import capture, load_model
+    from ..dependability.patterns import plot_activation_pattern
+    from ..dependability.report import dependability_report
+
+    inputs = load_array(args.inputs, "--inputs")
+    labels = _all_labels(args.labels, inputs.shape[0])
+    model = load_model(args.model)
+    cap = capture(model, inputs, layer=args.layer)
+    rep = dependability_report(
+        labels=labels,
+        probabilities=cap.outputs,
+        activations=cap.activations,
+        scenarios=None if args.scenarios is None else str(args.scenarios),
+        spec=None if args.spec is None else str(args.spec),
+        scenario_k=args.k,
+        neuron_k=args.neuron_k,
+        threshold=args.threshold,
+        severity=args.severity,
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    written = []
+    if plot_activation_pattern(rep.results["activation_pattern"], args.out / "patterns.png"):
+        written.append("patterns.png")
+    written += _model_metrics(args, model, inputs, labels, rep)
+    write_json(args.out / "dependability.json", {"layer": cap.layer, **rep.to_dict()})
+    print(f"dependability of {args.model.name} on {labels.size} inputs (layer {cap.layer})\n")
+    print(rep.table())
+    print(f"\nwrote dependability.json{''.join(', ' + w for w in written)} to {args.out}")
+    return 0
+
+
+def _model_metrics(
+    args: argparse.Namespace, model: Any, inputs: np.ndarray, labels: np.ndarray, rep: Any
+) -> list[str]:
+    """The metrics that need the model itself; returns the plots written."""
+    written: list[str] = []
+    if args.perturb:
+        from ..dependability import robustness as rb
+
+        eps = args.eps
+        if eps < 0:
+            raise LabelwiseError(f"--eps must be >= 0, got {eps}")
+        kinds = {
+            "fgsm": lambda: rb.FGSM(eps),
+            "pgd": lambda: rb.PGD(eps, alpha=eps / 4, steps=10),
+            "deepfool": lambda: rb.DeepFool(),
+            "noise": lambda: rb.GaussianNoise(eps),
+            "brightness": lambda: rb.Brightness(eps),
+            "rotation": lambda: rb.Rotation(15.0),
+            "patch": lambda: rb.Patch(2),
+        }
+        names = [n.strip() for n in args.perturb.split(",") if n.strip()]
+        unknown = sorted(set(names) - set(kinds))
+        if unknown or not names:
+            raise LabelwiseError(f"--perturb must list some of {sorted(kinds)}, got {unknown}")
+        loss = rb.confidence_loss(
+            model, inputs, labels, {n: kinds[n]() for n in names}, rng=args.seed
+        )
+        rep.add(
+            "confidence loss: average",
+            loss.mean,
+            f"worst of {', '.join(names)} per input (II-D)",
+        )
+        rep.add("confidence loss: top 10% mean", loss.top_mean, f"maximum {loss.maximum:.4f}")
+        rep.details["confidence_loss"] = loss.to_dict()
+        if rb.plot_confidence_loss(loss, args.out / "confidence_loss.png"):
+            written.append("confidence_loss.png")
+    if args.masks is not None:
+        from ..dependability import interpretation as ip
+
+        masks = np.asarray(load_array(args.masks, "--masks", mmap=False))
+        if masks.shape[0] != labels.size:
+            raise LabelwiseError(f"--masks must hold one mask per input ({labels.size})")
+        window, stride = (args.window, args.window), (args.stride, args.stride)
+        maps = ip.occlusion_heatmaps(model, inputs, labels, window=window, stride=stride)
+        res = ip.interpretation_metrics(
+            maps.heatmaps, masks, rho=args.rho, window=window, stride=stride
+        )
+        rep.add(
+            "interpretation precision",
+            res.interpret,
+            f"hot windows on the object, rho {args.rho:g} (II-F)",
+        )
+        rep.add("occlusion sensitivity covering", res.occsen, "object windows that are hot (II-G)")
+        rep.details["interpretation"] = res.to_dict()
+        curve = ip.sweep(
+            maps.heatmaps, masks, np.linspace(0.05, 0.95, 19), window=window, stride=stride
+        )
+        if ip.plot_sweep(curve, args.out / "interpretation.png"):
+            written.append("interpretation.png")
+    return written
+
+
+def _all_labels(path: Path, n_rows: int) -> np.ndarray:
+    """Labels for every input: a .npy of classes or a CSV row,label covering all rows."""
+    if path.suffix == ".npy":
+        y = np.asarray(load_array(path, "--labels", mmap=False))
+        if y.ndim != 1 or y.size != n_rows:
+            raise LabelwiseError(f"--labels must hold {n_rows} classes, got shape {y.shape}")
+        if y.dtype.kind not in "iu" and not (y.dtype.kind == "f" and np.all(y == np.round(y))):
+            raise LabelwiseError("--labels must hold integer classes")
+        return y.astype(np.int64)
+    rows, kind, values = read_labels_csv(path)
+    if kind != "label":
+        raise LabelwiseError(f"--labels: needs a 'label' column, got '{kind}'")
+    if rows.size != n_rows or set(rows.tolist()) != set(range(n_rows)):
+        raise LabelwiseError(f"--labels must label every row 0..{n_rows - 1} exactly once")
+    out = np.empty(n_rows, dtype=np.int64)
+    out[rows] = values
+    return out

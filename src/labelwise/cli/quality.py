@@ -1,0 +1,83 @@
+"""``labelwise quality``: test-set quality in the model's feature space."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import LabelwiseError
+from ..io import load_array, write_json
+
+
+def add_parser(sub: Any) -> None:
+    q = sub.add_parser(
+        "quality",
+        help="test-set quality in the model's feature space (per class)",
+        description=(
+            "How well a test set covers a model's feature space, per class: equivalence "
+            "partitioning, share near the class centroid, share in the weak-confidence band "
+            "(and per class pair), covariate shift between train and test features, and the "
+            "classic adequacy metrics (NC, KMNC, NBC, SNAC, TKNC) for comparison. Give saved "
+            "features and probabilities, or --model with --train-inputs and --test-inputs "
+            "(features = the last hidden layer). Prints a table, writes OUT/quality.json and "
+            "OUT/quality.png (box plots per class)."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    q.add_argument("--train-labels", type=Path, required=True, help="training classes, .npy")
+    q.add_argument("--test-labels", type=Path, required=True, help="test classes, .npy")
+    q.add_argument("--train-features", type=Path, help="training features (N, d), .npy")
+    q.add_argument("--test-features", type=Path, help="test features (M, d), .npy")
+    q.add_argument("--test-probs", type=Path, help="test class probabilities (M, C), .npy")
+    q.add_argument("--model", type=Path, help="TorchScript or pickled model (instead of features)")
+    q.add_argument("--train-inputs", type=Path, help="training inputs, .npy (with --model)")
+    q.add_argument("--test-inputs", type=Path, help="test inputs, .npy (with --model)")
+    q.add_argument("--radius", type=float, default=1.0, help="centroid radius (class median = 1)")
+    q.add_argument("--lo", type=float, default=0.0, help="weak-confidence band, lower end")
+    q.add_argument("--hi", type=float, default=0.6, help="weak-confidence band, upper end")
+    q.add_argument("--out", type=Path, required=True, help="output directory")
+    q.set_defaults(func=cmd_quality)
+
+
+def cmd_quality(args: argparse.Namespace) -> int:
+    from ..quality.report import plot_quality, quality_report
+
+    train_y = np.asarray(load_array(args.train_labels, "--train-labels", mmap=False))
+    test_y = np.asarray(load_array(args.test_labels, "--test-labels", mmap=False))
+    if args.model is not None:
+        from ..adapters.torch import capture, load_model
+
+        if args.train_inputs is None or args.test_inputs is None:
+            raise LabelwiseError("--model needs --train-inputs and --test-inputs")
+        model = load_model(args.model)
+        train = capture(model, load_array(args.train_inputs, "--train-inputs"))
+        test = capture(model, load_array(args.test_inputs, "--test-inputs"))
+        train_f, test_f, test_p = train.activations, test.activations, test.outputs
+    else:
+        missing = [
+            flag
+            for flag, v in (
+                ("--train-features", args.train_features),
+                ("--test-features", args.test_features),
+                ("--test-probs", args.test_probs),
+            )
+            if v is None
+        ]
+        if missing:
+            raise LabelwiseError(f"{', '.join(missing)} required (or give --model and inputs)")
+        train_f = load_array(args.train_features, "--train-features", mmap=False)
+        test_f = load_array(args.test_features, "--test-features", mmap=False)
+        test_p = load_array(args.test_probs, "--test-probs", mmap=False)
+    rep = quality_report(
+        train_f, train_y, test_f, test_y, test_p, radius=args.radius, lo=args.lo, hi=args.hi
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json(args.out / "quality.json", rep.to_dict())
+    plot = plot_quality(rep, args.out / "quality.png")
+    print(f"test-set quality: {len(test_y)} test inputs, {len(train_y)} training inputs\n")
+    print(rep.table())
+    print(f"\nwrote quality.json{', quality.png' if plot else ''} to {args.out}")
+    return 0

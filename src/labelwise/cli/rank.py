@@ -1,0 +1,96 @@
+"""``labelwise rank``: rank several models from the labels of a selection."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._results import Selection
+from ..estimation import rank_models
+from ..exceptions import LabelwiseError
+from ..io import load_array
+from ..workspace import Workspace
+
+
+def add_parser(sub: Any) -> None:
+    rk = sub.add_parser(
+        "rank",
+        help="rank several models from the labels of a selection",
+        description=(
+            "Rank M models by their accuracy on the labelled rows of a selection (made with "
+            "--method sds, ddg, rdg or any other). Prints each model's estimated accuracy, "
+            "its Wilson interval, its rank, and the paired-bootstrap probability that it is "
+            "truly better than the next model; writes DIR/ranking.json. For SDS, DDG and RDG "
+            "the labelled rows are not a random sample of the pile: the accuracies speak to "
+            "the order of the models, not to their accuracy on the whole pile."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    rk.add_argument("dir", type=Path, help="selection directory written by 'labelwise select'")
+    rk.add_argument("--labels", type=Path, required=True, help="CSV: row,label")
+    rk.add_argument(
+        "--predictions",
+        type=Path,
+        help="(M, N) classes or (M, N, C) probabilities, .npy (default: the selection's)",
+    )
+    rk.add_argument("--names", help="comma-separated model names (default M1, M2, ...)")
+    rk.add_argument("--confidence", type=float, default=0.95, help="confidence level")
+    rk.add_argument("--bootstrap", type=int, default=2000, help="bootstrap replicates")
+    rk.add_argument("--seed", type=int, default=0, help="seed for the bootstrap")
+    rk.set_defaults(func=cmd_rank)
+
+
+def cmd_rank(args: argparse.Namespace) -> int:
+    ws, sel = Workspace.open(args.dir)
+    kind, labels = ws.read_labels(args.labels, sel)
+    if kind != "label":
+        raise LabelwiseError(f"--labels: ranking needs a 'label' column (classes), got '{kind}'")
+    if args.predictions is not None:
+        preds = load_array(args.predictions, "--predictions")
+    elif ws.has_source("predictions"):
+        preds = ws.load_source("predictions")
+    else:
+        raise LabelwiseError("--predictions is required: the selection did not record them")
+    if preds.ndim not in (2, 3) or preds.shape[1] != sel.population_size:
+        raise LabelwiseError(
+            f"--predictions must be (models, {sel.population_size}) or (models, "
+            f"{sel.population_size}, classes), got shape {preds.shape}"
+        )
+    names = None if args.names is None else [n.strip() for n in args.names.split(",")]
+    if names is not None and len(names) != preds.shape[0]:
+        raise LabelwiseError(f"--names must name all {preds.shape[0]} models, got {len(names)}")
+    ranking = rank_models(
+        np.asarray(preds),
+        labels.astype(np.int64),
+        rows=sel.indices,
+        model_names=names,
+        confidence=args.confidence,
+        n_bootstrap=args.bootstrap,
+        rng=args.seed,
+    )
+    ws.write_ranking({"ranking": ranking.to_dict(), "method": sel.method})
+    print(format_ranking(ranking, sel))
+    return 0
+
+
+def format_ranking(ranking: Any, sel: Selection) -> str:
+    pct = f"{ranking.confidence * 100:g}%"
+    width = max(5, *(len(n) for n in ranking.model_names))
+    lines = [
+        f"{len(ranking.model_names)} models ranked on {ranking.n_labelled} labelled rows "
+        f"({sel.method} selection of {sel.population_size})",
+        "",
+        f"  {'rank':>4}  {'model':<{width}}  {'accuracy':>8}  {pct + ' interval':<18}"
+        "  P(better than next)",
+    ]
+    for pos, m in enumerate(ranking.order):
+        nxt = f"{ranking.prob_better[pos]:.3f}" if pos < len(ranking.prob_better) else ""
+        lines.append(
+            f"  {int(ranking.rank[m]):>4}  {ranking.model_names[m]:<{width}}  "
+            f"{ranking.accuracy[m]:>8.4f}  [{ranking.ci_low[m]:.4f}, {ranking.ci_high[m]:.4f}]"
+            f"  {nxt:>19}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,239 @@
+"""``labelwise select``: choose which rows of the pile to label (or add rows to a selection).
+
+Its ``--method`` choices, the data each method needs, and every tuning option with its
+default and help come from :mod:`labelwise.registry`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import registry
+from .._params import Param
+from .._results import Selection
+from ..exceptions import LabelwiseError
+from ..sampling import extend
+from ..workspace import Workspace
+from ._common import check_probabilities, fresh_seed
+
+#: CLI flag of each data key (see registry.NEEDS).
+DATA_FLAGS = {"activations": "--activations", "probs": "--probs", "predictions": "--predictions"}
+
+
+def _flag(name: str, param: Param) -> str:
+    return param.flag or "--" + name.replace("_", "-")
+
+
+def tuning_options() -> dict[str, dict[str, Any]]:
+    """flag -> {dest, param name, Param, default, methods}: one entry per CLI option."""
+    out: dict[str, dict[str, Any]] = {}
+    for method in registry.methods().values():
+        defaults = method.defaults()
+        for name, param in method.params.items():
+            flag = _flag(name, param)
+            opt = out.setdefault(
+                flag,
+                {
+                    "dest": "p_" + name,
+                    "name": name,
+                    "param": param,
+                    "default": defaults[name],
+                    "methods": [],
+                },
+            )
+            if opt["name"] != name or opt["default"] != defaults[name]:
+                raise RuntimeError(  # pragma: no cover - a registry inconsistency
+                    f"{flag} means different things for {opt['methods']} and {method.name}"
+                )
+            opt["methods"].append(method.name)
+    return out
+
+
+def _methods_epilog() -> str:
+    lines = ["methods (labelwise.registry):"]
+    for m in registry.methods().values():
+        lines.append(f"  {m.name:<5}{m.title}")
+        lines.append(f"       {m.purpose}; needs {m.needs}")
+    return "\n".join(lines)
+
+
+def add_parser(sub: Any) -> None:
+    s = sub.add_parser(
+        "select",
+        help="choose which rows of the pile to label",
+        description=(
+            "Choose which rows to label. Writes OUT/to_label.csv (order, row, new: 1 for the "
+            "rows added by this run) and OUT/selection.json (everything needed to estimate "
+            "and to extend)."
+        ),
+        epilog=_methods_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    accuracy = ", ".join(registry.names("accuracy"))
+    ranking = ", ".join(registry.names("ranking"))
+    s.add_argument(
+        "--method",
+        choices=list(registry.names()),
+        help=f"{accuracy}: estimate one model's accuracy; {ranking}: rank several models "
+        "(--predictions). Not with --extend",
+    )
+    s.add_argument(
+        "--budget", type=int, required=True, help="rows to label (with --extend: rows to add)"
+    )
+    s.add_argument("--activations", type=Path, help="(N, m) last-hidden-layer outputs, .npy")
+    s.add_argument(
+        "--probs", type=Path, help="(N, C) class probabilities or (N,) confidences, .npy"
+    )
+    s.add_argument(
+        "--predictions",
+        type=Path,
+        help="(M, N) predicted classes or (M, N, C) probabilities of M models, .npy",
+    )
+    s.add_argument("--population-size", type=int, help="N, for SRS without any array")
+    s.add_argument("--out", type=Path, help="output directory")
+    s.add_argument(
+        "--extend", type=Path, metavar="DIR", help="add --budget rows to the selection in DIR"
+    )
+    s.add_argument("--seed", type=int, default=None, help="random seed (default: fresh, recorded)")
+    s.add_argument("--force", action="store_true", help="overwrite an existing selection in --out")
+    groups: dict[str, Any] = {}
+    for flag, opt in tuning_options().items():
+        first = registry.get(opt["methods"][0])
+        if first.name not in groups:
+            groups[first.name] = s.add_argument_group(f"{first.name}: {first.title}")
+        param: Param = opt["param"]
+        text = param.help.replace("%", "%%")
+        shown = param.constraint.format(opt["default"])
+        groups[first.name].add_argument(
+            flag,
+            dest=opt["dest"],
+            default=None,
+            metavar=opt["name"].upper(),
+            help=f"{text} [{', '.join(opt['methods'])}] (default: {shown})",
+        )
+    s.set_defaults(func=cmd_select)
+
+
+def cmd_select(args: argparse.Namespace) -> int:
+    if args.extend is not None:
+        return _select_extend(args)
+    if args.method is None:
+        raise LabelwiseError("--method is required (or use --extend DIR)")
+    if args.out is None:
+        raise LabelwiseError("--out is required")
+    method = registry.get(args.method)
+    params = _params(args, method)
+    ws = Workspace.create(args.out, force=args.force)
+    ws.seed = args.seed if args.seed is not None else fresh_seed()
+    arrays: dict[str, np.ndarray] = {}
+    for key, flag in DATA_FLAGS.items():
+        path = getattr(args, key)
+        if path is not None:
+            arrays[key] = ws.add_source(key, path, flag)
+    if "predictions" in arrays and arrays["predictions"].ndim not in (2, 3):
+        raise LabelwiseError(
+            f"--predictions must be (models, inputs) or (models, inputs, classes), "
+            f"got shape {arrays['predictions'].shape}"
+        )
+    rows = {a.shape[1] if k == "predictions" else a.shape[0] for k, a in arrays.items()}
+    if len(rows) > 1:
+        raise LabelwiseError(
+            f"the inputs must describe the same pile rows, got row counts {sorted(rows)}"
+        )
+    data = _data(method, arrays, rows, args.population_size)
+    sel = method.run(data, args.budget, rng=ws.seed, progress=True, **params)
+    ws.write_selection(sel)
+    _print_selection(sel, ws, new_from=0)
+    return 0
+
+
+def _params(args: argparse.Namespace, method: registry.Method) -> dict[str, Any]:
+    """The tuning options given on the command line, parsed and checked; others are errors."""
+    out: dict[str, Any] = {}
+    for flag, opt in tuning_options().items():
+        text = getattr(args, opt["dest"], None)
+        if text is None:
+            continue
+        if method.name not in opt["methods"]:
+            raise LabelwiseError(
+                f"{flag} applies to {', '.join(opt['methods'])}, not {method.name}"
+            )
+        param: Param = opt["param"]
+        try:
+            value = param.constraint.parse(text)
+        except LabelwiseError as exc:
+            raise LabelwiseError(f"{flag} {exc}") from None
+        param.constraint.check(value, flag)
+        out[opt["name"]] = value
+    return out
+
+
+def _data(
+    method: registry.Method, arrays: dict[str, np.ndarray], rows: set[int], n_pop: int | None
+) -> Any:
+    if method.data is None:
+        if rows:
+            return next(iter(rows))
+        if n_pop is not None:
+            return int(n_pop)
+        raise LabelwiseError(
+            f"{method.name.upper()} needs the pile size: --population-size N, --activations, "
+            "--probs or --predictions"
+        )
+    flag = DATA_FLAGS[method.data]
+    if method.data not in arrays:
+        raise LabelwiseError(f"{flag} is required for {method.name.upper()} ({method.needs})")
+    arr = arrays[method.data]
+    if method.data_ndim and arr.ndim not in method.data_ndim:
+        raise LabelwiseError(
+            f"{flag} must have {' or '.join(str(n) for n in method.data_ndim)} dimensions for "
+            f"{method.name.upper()} ({method.needs}), got shape {arr.shape}"
+        )
+    if method.data == "probs":
+        check_probabilities(arr, flag)
+    return arr
+
+
+def _select_extend(args: argparse.Namespace) -> int:
+    ws, sel = Workspace.open(args.extend, "--extend")
+    if args.method is not None and args.method != sel.method:
+        raise LabelwiseError(f"--method {args.method} differs from the selection's {sel.method}")
+    method = registry.get(sel.method)
+    given = [f for f, o in tuning_options().items() if getattr(args, o["dest"], None) is not None]
+    if given:
+        raise LabelwiseError(
+            f"{', '.join(given)} cannot change an existing selection (its parameters are kept)"
+        )
+    data = None if method.data is None else ws.load_source(method.data)
+    before = sel.budget
+    new = extend(sel, data, args.budget)
+    if args.out is not None and args.out != args.extend:
+        out = Workspace.create(args.out, force=args.force)
+        out.sources, out.seed = ws.sources, ws.seed
+        ws = out
+    ws.write_selection(new, new_from=before)
+    print(f"extended {sel.method} selection from {before} to {new.budget} rows")
+    _print_selection(new, ws, new_from=before)
+    return 0
+
+
+def _print_selection(sel: Selection, ws: Workspace, *, new_from: int) -> None:
+    fresh = sel.indices[new_from:]
+    first = ", ".join(str(int(i)) for i in fresh[:10])
+    more = ", ..." if fresh.size > 10 else ""
+    left = sel.population_size - sel.budget
+    print(
+        f"{sel.method}: {sel.budget} rows selected, {left:,} rows still unselected "
+        f"(pile of {sel.population_size:,})"
+    )
+    if sel.stratum_sizes is not None and sel.strata is not None:
+        per = np.bincount(sel.strata, minlength=len(sel.stratum_sizes))
+        parts = [f"stratum {h}: {int(per[h])} of {n}" for h, n in enumerate(sel.stratum_sizes)]
+        print("  " + "; ".join(parts))
+    label = "new rows to label" if new_from else "rows to label first"
+    print(f"  {label} ({fresh.size}): {first}{more}")
+    print(f"  wrote {ws.to_label} (column new = 1 for these) and {ws.path / 'selection.json'}")

@@ -1,0 +1,167 @@
+"""``labelwise study``: reproducible studies of the methods."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..io import write_json
+
+
+def add_parser(sub: Any) -> None:
+    st = sub.add_parser(
+        "study",
+        help="reproducible studies of the methods on models trained here",
+        description="Reproducible studies that compare the methods on bundled data.",
+    )
+    st_sub = st.add_subparsers(dest="study", metavar="STUDY")
+    op = st_sub.add_parser(
+        "operational",
+        help="the CES paper's Table 1 and 3 on MNIST-1D, digits and a regression model",
+        description=(
+            "Reproduces the evaluation of Li et al. 2019 (Sec. 4.2, Tables 1 and 3): trains "
+            "models on MNIST-1D (clean and three label-swap mutants), digits (clean, patch, "
+            "light, resolution) and a regression MLP (clean, patch, light), runs every method "
+            "at sample sizes 35..180 with repeated draws, and prints the relative efficiency "
+            "E = MSE(method) / MSE(SRS). Writes table.csv, table.json, small_piles.csv and "
+            "PNG plots of the estimator's spread against sample size. Needs: pip install "
+            "'labelwise[study]'."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    op.add_argument("--quick", action="store_true", help="6 sizes, 20 repetitions, 10 small piles")
+    op.add_argument("--out", type=Path, default=Path("study-out"), help="output directory")
+    op.add_argument("--seed", type=int, default=0, help="seed for data, models and sampling")
+    op.add_argument("--jobs", type=int, default=1, help="worker processes for the repetitions")
+    op.set_defaults(func=cmd_study_operational)
+    cp = st_sub.add_parser(
+        "comparative",
+        help="the SDS paper's Table II: ranking a zoo of models with few labels",
+        description=(
+            "Reproduces the evaluation of Meng et al. 2021 (Sec. IV-V, Table II, Fig. 4; Sec. "
+            "VI): trains a zoo of 28 MNIST-1D classifiers of varied architecture, width, "
+            "training length and seed, then for sample sizes 35..180 and repeated draws "
+            "measures how well SDS, CES (best of n, an oracle), DDG, RDG and SRS rank the "
+            "models (Spearman's rho, Jaccard of the top 10) with W/T/L of SDS against each; "
+            "also the 4-model case and ranking by majority vote without labels. Writes "
+            "ranking_*.csv, comparative.json and ranking.png. Needs: pip install "
+            "'labelwise[study]'."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    cp.add_argument("--quick", action="store_true", help="6 sizes and 20 repetitions")
+    cp.add_argument("--out", type=Path, default=Path("study-out"), help="output directory")
+    cp.add_argument("--seed", type=int, default=0, help="seed for data, models and sampling")
+    cp.set_defaults(func=cmd_study_comparative)
+    qs = st_sub.add_parser(
+        "quality",
+        help="test-set quality tables (Table 1, Table 2) on digits and MNIST-1D models",
+        description=(
+            "Trains models on digits (clean and patch-occluded test sets) and MNIST-1D, then "
+            "prints the test-set quality of each (Table 1 layout: centroid, boundary, pair-wise "
+            "boundary coverage, covariate shift, and NC/KMNC/NBC/SNAC/TKNC) and the accuracy "
+            "of each model's head on generated centroid/boundary points (Table 2 layout). "
+            "Writes quality_study.json. Needs: pip install 'labelwise[study]'."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    qs.add_argument("--quick", action="store_true", help="generated sets of 100 and 300 only")
+    qs.add_argument("--out", type=Path, default=Path("study-out"), help="output directory")
+    qs.add_argument("--seed", type=int, default=0, help="seed for data, models and generation")
+    qs.set_defaults(func=cmd_study_quality)
+    st.set_defaults(func=lambda a: _missing_study(st))
+
+
+def cmd_study_comparative(args: argparse.Namespace) -> int:
+    from ..experiments.comparative import (
+        ComparativeConfig,
+        format_table,
+        run_comparative_study,
+        write_outputs,
+    )
+
+    config = ComparativeConfig.quick(args.seed) if args.quick else ComparativeConfig(seed=args.seed)
+    print(
+        f"comparative study ({'quick' if args.quick else 'full'}): sizes "
+        f"{config.sizes[0]}..{config.sizes[-1]}, {config.repetitions} repetitions, seed {args.seed}"
+    )
+    cs = run_comparative_study(config)
+    n_models = len(cs.main.model_names)
+    print(f"\nRanking {n_models} models (Table II layout; W/T/L of SDS against each baseline):")
+    print(format_table(cs.main))
+    print(f"\nFewer models: {len(cs.few.model_names)} (Sec. VI):")
+    print(format_table(cs.few, k=1))
+    for label, vote in (("zoo", cs.vote_main), ("4 models", cs.vote_few)):
+        parts = ", ".join(f"{k} {v:.3f}" for k, v in vote.items())
+        print(f"\nMajority vote as labels, no labelling at all ({label}): {parts}")
+    written = write_outputs(cs, args.out)
+    print(f"\nwrote {', '.join(written)} to {args.out} ({cs.seconds:.0f} s)")
+    return 0
+
+
+def cmd_study_quality(args: argparse.Namespace) -> int:
+    from ..experiments.quality_study import format_quality_table, run_quality_study
+
+    sizes = (100, 300) if args.quick else (100, 300, 700, 1000)
+    print(f"quality study ({'quick' if args.quick else 'full'}), seed {args.seed}")
+    rows = run_quality_study(seed=args.seed, sizes=sizes)
+    print("\nTest-set quality (Table 1 layout):")
+    print(format_quality_table(rows))
+    print("\nHead accuracy on generated points, centroid-boundary splits (Table 2 layout):")
+    for r in rows:
+        print(r.generation.format_table(dataset=r.dataset, model=r.model))
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json(
+        args.out / "quality_study.json",
+        {
+            "seed": args.seed,
+            "rows": [
+                {
+                    "dataset": r.dataset,
+                    "model": r.model,
+                    "accuracy": r.accuracy,
+                    "quality": r.report.to_dict(),
+                    "generation": {
+                        "sizes": list(r.generation.sizes),
+                        "splits": [list(sp) for sp in r.generation.splits],
+                        "accuracy": np.asarray(r.generation.accuracy).tolist(),
+                    },
+                }
+                for r in rows
+            ],
+        },
+    )
+    print(f"\nwrote quality_study.json to {args.out}")
+    return 0
+
+
+def _missing_study(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def cmd_study_operational(args: argparse.Namespace) -> int:
+    from ..experiments.operational import (
+        PAPER_TABLE1,
+        StudyConfig,
+        format_table,
+        run_operational_study,
+        write_outputs,
+    )
+
+    config = (StudyConfig.quick if args.quick else StudyConfig)(seed=args.seed, n_jobs=args.jobs)
+    print(
+        f"operational study ({'quick' if args.quick else 'full'}): sizes "
+        f"{config.sizes[0]}..{config.sizes[-1]}, {config.repetitions} repetitions, seed {args.seed}"
+    )
+    study = run_operational_study(config)
+    print()
+    print(format_table(study))
+    print()
+    print(PAPER_TABLE1)
+    written = write_outputs(study, args.out)
+    print(f"\nwrote {', '.join(written)} to {args.out} ({study.seconds:.0f} s)")
+    return 0

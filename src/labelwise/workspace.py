@@ -1,0 +1,221 @@
+"""A selection directory: what was selected, from which files, and what the labels said.
+
+Layout (every file written atomically)::
+
+    DIR/selection.json   the Selection, its seed and its source files (path, sha256, shape)
+    DIR/to_label.csv     order,row,new: the rows to label in selection order; new=1 marks the
+                         rows added by the last selection or extension
+    DIR/labels.csv       row,label (written by the demo; a labeller's file can live anywhere)
+    DIR/estimate.json    the last estimate
+    DIR/ranking.json     the last ranking
+    DIR/<name>.state.json / <name>.state.npz   other state, e.g. a sequential campaign's
+
+The CLI, the demo and (later) campaigns all read and write a selection through
+:class:`Workspace`; nothing else knows the file names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import __version__
+from ._results import Selection
+from .exceptions import LabelwiseError
+from .io import (
+    atomic_write,
+    file_digest,
+    load_array,
+    read_json,
+    read_labels_csv,
+    write_csv,
+    write_json,
+)
+
+__all__ = ["Workspace"]
+
+SELECTION = "selection.json"
+TO_LABEL = "to_label.csv"
+LABELS = "labels.csv"
+ESTIMATE = "estimate.json"
+RANKING = "ranking.json"
+
+
+class Workspace:
+    """One selection directory.
+
+    ``sources`` maps a data key (``"activations"``, ``"probs"``, ``"predictions"``) to the
+    record of the file it was loaded from: ``{"path", "sha256", "shape"}``.
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        self.path = Path(directory)
+        self.sources: dict[str, Any] = {}
+        self.seed: Any = None
+
+    # ---------------------------------------------------------------------- creating
+
+    @classmethod
+    def create(
+        cls, directory: str | Path, *, force: bool = False, what: str = "--out"
+    ) -> Workspace:
+        """A new workspace; an existing selection in ``directory`` needs ``force``."""
+        ws = cls(directory)
+        if ws.path.exists() and not ws.path.is_dir():
+            raise LabelwiseError(f"{what} {ws.path} exists and is not a directory")
+        if (ws.path / SELECTION).exists() and not force:
+            raise LabelwiseError(
+                f"{what} {ws.path} already holds a selection; use --force to overwrite"
+            )
+        return ws
+
+    @classmethod
+    def open(cls, directory: str | Path, what: str = "DIR") -> tuple[Workspace, Selection]:
+        """The workspace in ``directory`` and its selection (errors if there is none)."""
+        ws = cls(directory)
+        doc = read_json(ws.path / SELECTION, what)
+        ws.sources = dict(doc.get("sources") or {})
+        ws.seed = doc.get("seed")
+        return ws, Selection.from_dict(doc.get("selection", {}))
+
+    # ----------------------------------------------------------------------- sources
+
+    def add_source(self, key: str, path: str | Path, what: str) -> NDArray[Any]:
+        """Load ``path`` (.npy) and record it under ``key`` (path, sha256, shape)."""
+        p = Path(path)
+        arr = load_array(p, what)
+        self.sources[key] = {
+            "path": str(p.resolve()),
+            "sha256": file_digest(p),
+            "shape": list(arr.shape),
+        }
+        return arr
+
+    def has_source(self, key: str) -> bool:
+        return bool(self.sources.get(key))
+
+    def load_source(self, key: str) -> NDArray[Any]:
+        """Reload a recorded source; an error if the file changed since it was recorded."""
+        info = self.sources.get(key)
+        if not info:
+            raise LabelwiseError(f"the selection does not record its {key} file")
+        path = Path(info["path"])
+        arr = load_array(path, f"{key} recorded in {SELECTION}")
+        if file_digest(path) != info.get("sha256"):
+            raise LabelwiseError(
+                f"{path} changed since the selection was made (sha256 differs); extending would "
+                "not continue the same selection"
+            )
+        return arr
+
+    # --------------------------------------------------------------------- selection
+
+    def write_selection(self, sel: Selection, *, new_from: int = 0) -> None:
+        """``selection.json`` and ``to_label.csv``; rows from position ``new_from`` on are new."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        rows = [[i + 1, int(r), int(i >= new_from)] for i, r in enumerate(sel.indices)]
+        write_csv(self.path / TO_LABEL, ["order", "row", "new"], rows)
+        write_json(
+            self.path / SELECTION,
+            {
+                "tool": f"labelwise {__version__}",
+                "seed": self.seed,
+                "sources": self.sources,
+                "selection": sel.to_dict(),
+            },
+        )
+
+    @property
+    def to_label(self) -> Path:
+        return self.path / TO_LABEL
+
+    # ------------------------------------------------------------------------ labels
+
+    def write_labels(self, rows: NDArray[Any], labels: NDArray[Any], column: str = "label") -> Path:
+        """``labels.csv``: ``row,<column>`` (as a labeller would return them)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        out = self.path / LABELS
+        write_csv(
+            out, ["row", column], [[int(r), v.item()] for r, v in zip(rows, labels, strict=True)]
+        )
+        return out
+
+    def read_labels(self, path: str | Path, sel: Selection) -> tuple[str, NDArray[Any]]:
+        """The label column's kind and its values in selection order: exactly the selected rows.
+
+        Rows outside the pile, labels for rows that were not selected (they would bias the
+        estimate) and selected rows without a label are errors that name the rows.
+        """
+        rows, kind, values = read_labels_csv(path)
+        n_pop = sel.population_size
+        out_of_range = rows[(rows < 0) | (rows >= n_pop)]
+        if out_of_range.size:
+            raise LabelwiseError(
+                f"--labels: rows must be in [0, {n_pop}), got {out_of_range[:10].tolist()}"
+            )
+        selected = set(sel.indices.tolist())
+        extra = [int(r) for r in rows if int(r) not in selected]
+        if extra:
+            raise LabelwiseError(
+                f"--labels: {len(extra)} labelled rows were not selected, e.g. {extra[:10]}; "
+                "only the selected rows may be used (others would bias the estimate)"
+            )
+        have = dict(zip(rows.tolist(), values.tolist(), strict=True))
+        missing = [int(r) for r in sel.indices if int(r) not in have]
+        if missing:
+            raise LabelwiseError(
+                f"--labels: {len(missing)} selected rows have no label, e.g. {missing[:10]} "
+                f"(see {self.to_label})"
+            )
+        return kind, np.asarray([have[int(r)] for r in sel.indices])
+
+    # ------------------------------------------------------------------------ results
+
+    def write_estimate(self, doc: dict[str, Any]) -> Path:
+        write_json(self.path / ESTIMATE, doc)
+        return self.path / ESTIMATE
+
+    def write_ranking(self, doc: dict[str, Any]) -> Path:
+        write_json(self.path / RANKING, doc)
+        return self.path / RANKING
+
+    # -------------------------------------------------------------------------- state
+
+    def write_state(self, name: str, obj: Any) -> Path:
+        """Save ``obj`` under ``name``: a dict of arrays as ``<name>.state.npz``, else JSON.
+
+        For state that is not the selection itself, e.g. a sequential campaign's.
+        """
+        _check_name(name)
+        self.path.mkdir(parents=True, exist_ok=True)
+        if isinstance(obj, dict) and obj and all(isinstance(v, np.ndarray) for v in obj.values()):
+            out = self.path / f"{name}.state.npz"
+
+            def _write(fh: Any) -> None:
+                np.savez(fh, **obj)
+
+            atomic_write(out, _write, binary=True)
+            return out
+        out = self.path / f"{name}.state.json"
+        write_json(out, obj)
+        return out
+
+    def read_state(self, name: str) -> Any:
+        """What :meth:`write_state` saved under ``name`` (None if nothing was)."""
+        _check_name(name)
+        npz = self.path / f"{name}.state.npz"
+        if npz.is_file():
+            with np.load(npz, allow_pickle=False) as data:
+                return {k: data[k] for k in data.files}
+        js = self.path / f"{name}.state.json"
+        if js.is_file():
+            return read_json(js, f"state {name!r}")
+        return None
+
+
+def _check_name(name: str) -> None:
+    if not name or not all(c.isalnum() or c in "-_" for c in name):
+        raise LabelwiseError(f"name must be letters, digits, - or _, got {name!r}")
