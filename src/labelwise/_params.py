@@ -195,6 +195,7 @@ def validate_params(params: Mapping[str, Param]) -> Callable[[F], F]:
                     p.constraint.check(bound.arguments[name], name)
             return fn(*args, **kwargs)
 
+        wrapper.__kwdefaults__ = fn.__kwdefaults__  # type: ignore[attr-defined]  # not copied by wraps
         wrapper.__labelwise_params__ = dict(params)  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]
 

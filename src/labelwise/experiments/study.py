@@ -47,8 +47,8 @@ class Population:
     """An operational pile with every score known (so the truth is known).
 
     ``scores`` is H per row (1/0 correctness, or 1 - squared error); ``activations`` the last
-    hidden layer (for CES); ``confidences`` the top softmax probability (for CSS; None for
-    regression, where CSS does not apply).
+    hidden layer (for CES); ``confidences`` the top softmax probability or (N, C) probabilities
+    (for CSS; None for regression, where CSS does not apply).
     """
 
     name: str
@@ -56,7 +56,7 @@ class Population:
     operational: str
     scores: NDArray[np.float64]
     activations: NDArray[Any] | None = None
-    confidences: NDArray[np.float64] | None = None
+    confidences: NDArray[Any] | None = None
     metric: str = "accuracy"
 
     def __post_init__(self) -> None:
