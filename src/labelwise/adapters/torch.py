@@ -690,24 +690,27 @@ class _Runner:
 
 
 def _expected_input(model: torch.nn.Module) -> str | None:
-    """What the model's first parameterised layer takes, e.g. ``"Linear(in_features=64)
-    expects inputs of shape (rows, 64)"``, or None when it cannot be read off."""
-    import torch
-
+    """What the model's first parameterised layer takes, e.g. ``"'fc' is
+    Linear(in_features=64): it expects inputs of shape (rows, ..., 64)"``, or None when it
+    cannot be read off (also for TorchScript submodules, via their ``original_name``)."""
     for name, module in model.named_modules():
-        if isinstance(module, torch.nn.Linear):
+        kind = getattr(module, "original_name", None) or type(module).__name__
+        shown = repr(name) if name else "the model"
+        in_features = getattr(module, "in_features", None)
+        if kind == "Linear" and isinstance(in_features, int):
             return (
-                f"{name or '<model>'!r} is Linear(in_features={module.in_features}): it "
-                f"expects inputs of shape (rows, ..., {module.in_features})"
+                f"{shown} is Linear(in_features={in_features}): it expects inputs of shape "
+                f"(rows, ..., {in_features})"
             )
-        if isinstance(module, torch.nn.modules.conv._ConvNd):
-            spatial = ", ".join(["..."] * (module.weight.dim() - 2))
+        in_channels = getattr(module, "in_channels", None)
+        dims = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3}.get(kind)
+        if dims is not None and isinstance(in_channels, int):
+            spatial = ", ".join(["..."] * dims)
             return (
-                f"{name or '<model>'!r} is {type(module).__name__}(in_channels="
-                f"{module.in_channels}): it expects inputs of shape (rows, "
-                f"{module.in_channels}, {spatial})"
+                f"{shown} is {kind}(in_channels={in_channels}): it expects inputs of shape "
+                f"(rows, {in_channels}, {spatial})"
             )
-        if next(module.parameters(recurse=False), None) is not None:
+        if next(iter(module.parameters(recurse=False)), None) is not None:
             return None  # some other first layer: nothing safe to say
     return None
 
