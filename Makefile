@@ -38,7 +38,7 @@ $(BASE_STAMP): pyproject.toml constraints.txt
 
 test-base: $(BASE_STAMP)
 	$(BASE_VENV)/bin/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is not None)"
-	$(BASE_VENV)/bin/python -m pytest -q -p no:cacheprovider
+	LABELWISE_BASE_ONLY=1 $(BASE_VENV)/bin/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples
