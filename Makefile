@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench study clean
+.PHONY: demo test test-base lint bench study clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,21 @@ test: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
+# The NumPy-level tests in a venv with only the base dependencies (+ pytest, hypothesis):
+# torch/captum/scikit-learn/matplotlib tests skip; the rest must pass with warnings as errors.
+BASE_VENV := .venv-base
+BASE_STAMP := $(BASE_VENV)/.installed
+
+$(BASE_STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(BASE_VENV)
+	$(BASE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BASE_VENV)/bin/python -m pip install --quiet -c constraints.txt -e . pytest hypothesis
+	touch $(BASE_STAMP)
+
+test-base: $(BASE_STAMP)
+	$(BASE_VENV)/bin/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is not None)"
+	LABELWISE_BASE_ONLY=1 $(BASE_VENV)/bin/python -m pytest -q -p no:cacheprovider
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
@@ -37,4 +52,4 @@ study: $(STAMP)
 	$(BIN)/labelwise study operational
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BASE_VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

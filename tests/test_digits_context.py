@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from labelwise.adapters import training
 from labelwise.exceptions import LabelwiseError, MissingDependencyError
 from labelwise.experiments import digits
 from labelwise.experiments.digits import (
@@ -243,7 +244,7 @@ def test_missing_torch_raises(monkeypatch: pytest.MonkeyPatch, images: np.ndarra
     with pytest.raises(MissingDependencyError, match=r"labelwise\[torch\]"):
         digits_context("none")
     with pytest.raises(MissingDependencyError):
-        digits._digits_cnn_class.__wrapped__()
+        training.digits_cnn_class.__wrapped__()
 
 
 @needs_torch

@@ -242,6 +242,7 @@ def test_covariate_shift_is_reproducible_with_a_seed():
 
 
 def test_covariate_shift_small_classes_warn():
+    pytest.importorskip("sklearn")  # covariate_shift needs scikit-learn
     rng = np.random.default_rng(6)
     xtr = rng.standard_normal((60, 2))
     ytr = np.repeat([0, 1, 2], 20)

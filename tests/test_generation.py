@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.linear_model import LogisticRegression
 
 from labelwise.exceptions import DegenerateDataWarning, LabelwiseError
 from labelwise.quality.generation import (
@@ -26,7 +25,8 @@ def blobs():
     x_train = means[y_train] + rng.normal(size=(600, 2))
     y_test = np.repeat(np.arange(3), 60)
     x_test = means[y_test] + rng.normal(size=(180, 2))
-    clf = LogisticRegression(C=1.0, max_iter=1000).fit(x_train, y_train)
+    linear_model = pytest.importorskip("sklearn.linear_model")  # not a base dependency
+    clf = linear_model.LogisticRegression(C=1.0, max_iter=1000).fit(x_train, y_train)
     head = linear_head(clf.coef_.T, clf.intercept_)
     centroids = np.stack([x_train[y_train == k].mean(axis=0) for k in range(3)])
     return x_test, y_test, centroids, head

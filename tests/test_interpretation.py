@@ -330,7 +330,8 @@ def test_missing_captum_names_the_install(monkeypatch: pytest.MonkeyPatch) -> No
     from labelwise.exceptions import MissingDependencyError
 
     monkeypatch.setitem(sys.modules, "captum.attr", None)
-    with pytest.raises(MissingDependencyError, match=r"pip install 'labelwise\[torch\]' captum"):
+    # captum is in the 'dependability' extra (read from labelwise's own extras table)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'labelwise\[dependability\]'"):
         occlusion_heatmaps(torch.nn.Linear(2, 2), np.zeros((1, 4, 4)))
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from labelwise.adapters import training
 from labelwise.exceptions import LabelwiseError, MissingDependencyError
 from labelwise.experiments import mnist1d
 from labelwise.experiments.mnist1d import (
@@ -62,7 +63,7 @@ def test_missing_mnist1d_raises(monkeypatch: pytest.MonkeyPatch) -> None:
     mnist1d._generate_mnist1d.cache_clear()
     monkeypatch.setitem(sys.modules, "mnist1d", None)
     monkeypatch.setitem(sys.modules, "mnist1d.data", None)
-    with pytest.raises(MissingDependencyError, match="pip install mnist1d"):
+    with pytest.raises(MissingDependencyError, match=r"pip install 'labelwise\[study\]'"):
         load_mnist1d(200)
 
 
@@ -74,7 +75,7 @@ def test_missing_torch_raises(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(MissingDependencyError, match=r"labelwise\[torch\]"):
         mnist1d_context(n_samples=200)
     with pytest.raises(MissingDependencyError):
-        mnist1d._mnist1d_cnn_class.__wrapped__()
+        training.mnist1d_cnn_class.__wrapped__()
 
 
 # -------------------------------------------------------------------------------- data

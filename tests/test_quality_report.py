@@ -43,6 +43,7 @@ def test_report_on_separated_classes(tmp_path: Path) -> None:
 
 
 def test_quality_command_from_features(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    pytest.importorskip("sklearn")  # covariate_shift needs scikit-learn
     xtr, ytr = blobs(400, 0)
     xte, yte = blobs(200, 1)
     for name, arr in {"tf": xtr, "tl": ytr, "f": xte, "l": yte, "p": probs_of(xte)}.items():

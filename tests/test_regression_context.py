@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from labelwise import regression_scores
+from labelwise.adapters import training
 from labelwise.exceptions import LabelwiseError, MissingDependencyError
 from labelwise.experiments import regression
 from labelwise.experiments.digits import relight
@@ -177,7 +178,7 @@ def test_missing_torch_raises(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(MissingDependencyError, match=r"labelwise\[torch\]"):
         regression_context("none")
     with pytest.raises(MissingDependencyError):
-        regression._regression_mlp_class.__wrapped__()
+        training.regression_mlp_class.__wrapped__()
 
 
 @needs_torch

@@ -220,8 +220,74 @@ def test_layer_not_run_by_forward() -> None:
     model = Net()
     model.unused = nn.Linear(3, 3)  # registered last, never called
     with pytest.raises(LabelwiseError, match="not run"):
-        capture(model, vectors(), progress=False)
+        capture(model, vectors(), layer="unused", progress=False)
     assert no_hooks(model)
+
+
+def test_default_layer_is_last_linear_executed_not_last_defined() -> None:
+    # a Linear defined after the head but never called must not be taken
+    model = Net()
+    model.unused = nn.Linear(3, 3)
+    x = vectors()
+    cap = capture(model, x, batch_size=10, progress=False)
+    assert cap.layer == "head (input)"
+    model.eval()  # capture ran in eval mode (dropout off) and restored the training flag
+    with torch.no_grad():
+        hidden = model.drop(model.act(model.hidden(model.body(t32(x)))))
+    assert close(cap.activations, hidden)
+    assert no_hooks(model)
+
+
+class HeadFirst(nn.Module):
+    """Defines its head before its hidden layer: definition order is not execution order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(4)
+        self.head = nn.Linear(6, 3)
+        self.hidden = nn.Linear(10, 6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.hidden(x)))
+
+
+def test_default_layer_follows_execution_order_over_batches() -> None:
+    model = HeadFirst()
+    x = vectors()
+    cap = capture(model, x, batch_size=7, progress=False)  # several batches
+    assert cap.layer == "head (input)"
+    assert cap.activations.shape == (len(x), 6)
+    with torch.no_grad():
+        assert close(cap.activations, torch.relu(model.hidden(t32(x))))
+    assert no_hooks(model)
+
+
+def test_wrong_input_shape_is_a_clear_error() -> None:
+    model = Net()
+    wrong = np.zeros((5, 7), dtype=np.float32)  # the model takes 10 features
+    with pytest.raises(LabelwiseError) as info:
+        capture(model, wrong, progress=False)
+    text = str(info.value)
+    assert "(5, 7)" in text  # the shape given
+    assert "in_features=10" in text and "(rows, ..., 10)" in text  # the shape expected
+    assert "RuntimeError" in text  # the model's own error
+    assert no_hooks(model) and model.training  # hooks removed, training flag restored
+    conv = make_cnn()
+    with pytest.raises(LabelwiseError, match=r"in_channels=1.*expects inputs of shape"):
+        capture(conv, np.zeros((4, 3, 6, 6)), progress=False)
+
+
+def test_float64_model_gets_float64_inputs() -> None:
+    model = Net().double()
+    x = vectors()
+    cap = capture(model, x, progress=False)
+    model.eval()
+    with torch.no_grad():
+        expected = torch.softmax(model(torch.from_numpy(np.asarray(x, dtype=np.float64))), 1)
+    assert cap.outputs.dtype == np.float32
+    np.testing.assert_allclose(cap.outputs, expected.numpy(), rtol=1e-5, atol=1e-6)
+    as_tensor = capture(model, torch.from_numpy(np.asarray(x, dtype=np.float32)), progress=False)
+    np.testing.assert_allclose(as_tensor.outputs, cap.outputs, rtol=1e-5, atol=1e-6)
 
 
 def test_model_without_linear_needs_layer() -> None:

@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._deps import require
 from .._progress import progress_bar
 from .._validation import check_int
-from ..exceptions import LabelwiseError, MissingDependencyError
+from ..exceptions import LabelwiseError
 
 if TYPE_CHECKING:
     import torch
@@ -47,13 +48,7 @@ _TUPLE_HINT = (
 
 def _require_torch() -> None:
     """Raise :class:`MissingDependencyError` when torch cannot be imported."""
-    try:
-        import torch  # noqa: F401
-    except ImportError as exc:
-        raise MissingDependencyError(
-            f"the PyTorch adapter needs torch, which could not be imported ({exc}); "
-            "install it with: pip install 'labelwise[torch]'"
-        ) from exc
+    require("torch", "the PyTorch adapter")
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,13 +172,18 @@ def capture(
     inputs:
         A NumPy array (memory maps are read batch by batch), a tensor, or any array-like
         with ``shape``, ``dtype`` and slicing (h5py, zarr). The first axis is the rows; each
-        batch is converted to a float32 tensor and passed as ``model(batch)``.
+        batch is converted to the dtype of the model's first floating-point parameter
+        (float32 for most models, float64 for a ``model.double()``) and passed as
+        ``model(batch)``.
     layer:
-        ``None`` (default) captures the *input* of the last ``nn.Linear`` in
-        ``model.named_modules()`` order, i.e. the last hidden representation before the
-        classification head. A name from ``model.named_modules()`` (e.g. ``"features.3"``)
-        captures the *output* of that module. A model whose forward returns a tuple
-        ``(features, logits)`` needs no layer: ``features`` is captured.
+        ``None`` (default) captures the *input* of the last ``nn.Linear`` that runs in the
+        forward pass (found with pre-hooks on the first batch), i.e. the last hidden
+        representation before the classification head; ``Capture.layer`` names it. (For
+        TorchScript models, which have no hooks, the last ``Linear`` in
+        ``model.named_modules()`` order.) A name from ``model.named_modules()`` (e.g.
+        ``"features.3"``) captures the *output* of that module. A model whose
+        forward returns a tuple ``(features, logits)`` needs no layer: ``features`` is
+        captured.
     head:
         ``"softmax"``: the model returns logits, and ``outputs`` are their softmax over the
         classes (outputs that are already probabilities - non-negative rows summing to 1 - are
@@ -207,7 +207,9 @@ def capture(
     ------
     LabelwiseError
         Invalid arguments, empty inputs, an unknown layer, a model without ``nn.Linear`` and
-        no ``layer``, non-finite results, or a TorchScript model whose layer cannot be reached
+        no ``layer``, a model that fails on the inputs (e.g. a wrong input shape: the message
+        gives the shape passed, the shape the first layer expects and the model's error),
+        non-finite results, or a TorchScript model whose layer cannot be reached
         (hooks do not work on TorchScript; see Notes).
     MissingDependencyError
         torch is not installed.
@@ -238,7 +240,8 @@ def capture(
             f"model must be a torch.nn.Module or the path of a saved model, "
             f"got {type(model).__name__}"
         )
-    n_rows, get_batch = _row_source(inputs)
+    dtype = _input_dtype(model)
+    n_rows, get_batch = _row_source(inputs, dtype)
     plan = _plan(model, layer)
 
     training_flags = [(module, module.training) for module in model.modules()]
@@ -315,8 +318,23 @@ def _check_device(device: Any) -> torch.device:
     return dev
 
 
-def _row_source(inputs: Any) -> tuple[int, Callable[[int, int], torch.Tensor]]:
-    """Number of rows and a function returning rows ``[start, stop)`` as a float32 tensor."""
+def _input_dtype(model: torch.nn.Module) -> torch.dtype:
+    """The dtype of the model's first floating-point parameter (or buffer), else float32.
+
+    Inputs are cast to it, so that a float64 (or float16) model gets inputs it can multiply.
+    """
+    import torch
+
+    for t in itertools.chain(model.parameters(), model.buffers()):
+        if t.is_floating_point():
+            return t.dtype
+    return torch.float32
+
+
+def _row_source(
+    inputs: Any, model_dtype: torch.dtype
+) -> tuple[int, Callable[[int, int], torch.Tensor]]:
+    """Number of rows and a function returning rows ``[start, stop)`` in ``model_dtype``."""
     import torch
 
     if isinstance(inputs, torch.Tensor):
@@ -328,7 +346,7 @@ def _row_source(inputs: Any) -> tuple[int, Callable[[int, int], torch.Tensor]]:
         n = int(tensor.shape[0])
 
         def tensor_batch(start: int, stop: int) -> torch.Tensor:
-            return tensor[start:stop].detach().to(dtype=torch.float32)
+            return tensor[start:stop].detach().to(dtype=model_dtype)
 
         get: Callable[[int, int], torch.Tensor] = tensor_batch
     else:
@@ -351,9 +369,10 @@ def _row_source(inputs: Any) -> tuple[int, Callable[[int, int], torch.Tensor]]:
         n = int(shape[0])
 
         def array_batch(start: int, stop: int) -> torch.Tensor:
-            # a fresh, writable, contiguous float32 copy of just these rows
-            rows = np.array(array[start:stop], dtype=np.float32, order="C", copy=True)
-            return torch.from_numpy(rows)
+            # a fresh, writable, contiguous copy of just these rows, in the model's dtype
+            wide = np.float64 if model_dtype == torch.float64 else np.float32
+            rows = np.array(array[start:stop], dtype=wide, order="C", copy=True)
+            return torch.from_numpy(rows).to(dtype=model_dtype)
 
         get = array_batch
     if n == 0:
@@ -454,7 +473,9 @@ class _Runner:
         self.head = head
         self.scripted = isinstance(model, torch.jit.ScriptModule)
         self.label = plan.label
-        self._seen: list[Any] = []
+        # the default layer of a Python module: the last Linear *executed*, chosen on batch 1
+        self._auto = not plan.explicit and not self.scripted and plan.name is not None
+        self._seen: list[tuple[str, Any]] = []
         self._handles: list[Any] = []
         self._mode: str | None = None  # "hook", "tuple", "chain" or "root"; set on batch 1
 
@@ -464,29 +485,71 @@ class _Runner:
         plan = self.plan
         if self.scripted or plan.name is None or plan.name == "":
             return
-        module = dict(self.model.named_modules())[plan.name]
+        if self._auto:
+            # record every Linear's input in execution order; batch 1 picks the last one
+            for name, module in self.model.named_modules():
+                if _is_linear(module):
+                    self._hook(name, module, "input")
+        else:
+            self._hook(plan.name, dict(self.model.named_modules())[plan.name], plan.where)
+
+    def _hook(self, name: str, module: torch.nn.Module, where: str) -> None:
         seen = self._seen
 
         def pre_hook(_module: torch.nn.Module, args: tuple[Any, ...]) -> None:
-            seen.append(args[0] if args else None)
+            seen.append((name, args[0] if args else None))
 
         def post_hook(_module: torch.nn.Module, _args: tuple[Any, ...], output: Any) -> None:
-            seen.append(output)
+            seen.append((name, output))
 
         try:
-            if plan.where == "input":
+            if where == "input":
                 self._handles.append(module.register_forward_pre_hook(pre_hook))
             else:
                 self._handles.append(module.register_forward_hook(post_hook))
         except (RuntimeError, NotImplementedError) as exc:  # e.g. a scripted submodule
             raise LabelwiseError(
-                f"cannot hook layer {plan.name!r} ({_short(exc)}); {_TUPLE_HINT}"
+                f"cannot hook layer {name!r} ({_short(exc)}); {_TUPLE_HINT}"
             ) from exc
 
     def detach(self) -> None:
         while self._handles:
             self._handles.pop().remove()
         self._seen.clear()
+
+    def _choose_executed_linear(self) -> None:
+        """Batch 1 of the default layer: keep the last Linear that ran, hook only it."""
+        ran = [name for name, _ in self._seen]
+        if not ran:
+            raise LabelwiseError(
+                "no nn.Linear layer ran in the model's forward(), so there is no default "
+                "layer to capture: pass layer='<module name>' (a name from "
+                "model.named_modules()), or make forward() return a tuple (features, logits)"
+            )
+        chosen = ran[-1]
+        kept = [entry for entry in self._seen if entry[0] == chosen]
+        self.detach()
+        self._seen.extend(kept)
+        self._auto = False
+        self.plan = _Plan(chosen, "input", explicit=False)
+        self.label = self.plan.label
+        self.attach()
+
+    def _call(self, x: torch.Tensor) -> Any:
+        """``model(x)``; an error of the model becomes a :class:`LabelwiseError` saying the
+        input shape given and, where it can be read off the first layer, the one expected."""
+        try:
+            return self.model(x)
+        except LabelwiseError:
+            raise
+        except Exception as exc:
+            expected = _expected_input(self.model)
+            wanted = f"; the model's first layer {expected}" if expected else ""
+            raise LabelwiseError(
+                f"the model failed on inputs of shape {tuple(x.shape)} (rows first, dtype "
+                f"{str(x.dtype).removeprefix('torch.')}){wanted}: {type(exc).__name__}: "
+                f"{_short(exc)}"
+            ) from exc
 
     # one batch -----------------------------------------------------------------------
 
@@ -508,7 +571,7 @@ class _Runner:
             feats, out = self._forward(x)
             self._mode = "tuple" if self.label == _TUPLE_LABEL else "hook"
             return feats, out
-        reference = self.model(x)
+        reference = self._call(x)
         pair = _as_pair(reference)
         if pair is not None and not plan.explicit:
             self._mode, self.label = "tuple", _TUPLE_LABEL
@@ -549,15 +612,17 @@ class _Runner:
 
     def _forward(self, x: torch.Tensor) -> tuple[Any, Any]:
         """Plain ``model(x)``, features from the hook or from a ``(features, logits)`` tuple."""
-        plan = self.plan
         self._seen.clear()
-        out = self.model(x)
+        out = self._call(x)
         pair = _as_pair(out)
-        if pair is not None and not plan.explicit:
+        if pair is not None and not self.plan.explicit:
             self.label = _TUPLE_LABEL
             return pair
         if pair is not None:
             out = pair[1]
+        if self._auto:
+            self._choose_executed_linear()
+        plan = self.plan
         if plan.name is None:
             raise LabelwiseError(_no_linear_message())
         if plan.name == "":
@@ -572,7 +637,7 @@ class _Runner:
                 f"layer {plan.label!r} runs {len(self._seen)} times per forward(), so its "
                 "tensor is ambiguous; pass another layer="
             )
-        return self._seen[0], out
+        return self._seen[0][1], out
 
     def _chain(self, x: torch.Tensor) -> tuple[Any, Any]:
         assert self.plan.name  # chain mode has a named, non-root target
@@ -622,6 +687,32 @@ class _Runner:
                 "single sigmoid logit or a regression)"
             )
         return out
+
+
+def _expected_input(model: torch.nn.Module) -> str | None:
+    """What the model's first parameterised layer takes, e.g. ``"'fc' is
+    Linear(in_features=64): it expects inputs of shape (rows, ..., 64)"``, or None when it
+    cannot be read off (also for TorchScript submodules, via their ``original_name``)."""
+    for name, module in model.named_modules():
+        kind = getattr(module, "original_name", None) or type(module).__name__
+        shown = repr(name) if name else "the model"
+        in_features = getattr(module, "in_features", None)
+        if kind == "Linear" and isinstance(in_features, int):
+            return (
+                f"{shown} is Linear(in_features={in_features}): it expects inputs of shape "
+                f"(rows, ..., {in_features})"
+            )
+        in_channels = getattr(module, "in_channels", None)
+        dims = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3}.get(kind)
+        if dims is not None and isinstance(in_channels, int):
+            spatial = ", ".join(["..."] * dims)
+            return (
+                f"{shown} is {kind}(in_channels={in_channels}): it expects inputs of shape "
+                f"(rows, {in_channels}, {spatial})"
+            )
+        if next(iter(module.parameters(recurse=False)), None) is not None:
+            return None  # some other first layer: nothing safe to say
+    return None
 
 
 def _run_chain(

@@ -25,7 +25,6 @@ can still occur with other values elsewhere), but no input may match it and
 from __future__ import annotations
 
 import csv
-import importlib
 import itertools
 import math
 import os
@@ -735,12 +734,14 @@ def _read_spec(spec: Any) -> dict[str, tuple[Any, ...]]:
 
 
 def _read_yaml(path: Path) -> Any:
+    from .._deps import require
+
     try:
-        yaml = importlib.import_module("yaml")
-    except ImportError:
+        yaml = require("yaml", f"reading the YAML spec {path}")
+    except MissingDependencyError as exc:
         raise MissingDependencyError(
-            f"reading the YAML spec {path} needs PyYAML (pip install pyyaml); or write the "
-            'spec as JSON instead, e.g. {"weather": ["sunny", "cloudy", "rainy"]}'
+            f"{exc}; or write the spec as JSON instead, e.g. "
+            '{"weather": ["sunny", "cloudy", "rainy"]}'
         ) from None
     try:
         with open(path, encoding="utf-8") as fh:

@@ -48,7 +48,6 @@ below clean.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -57,15 +56,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from labelwise.exceptions import LabelwiseError, MissingDependencyError
+from labelwise._deps import require
+from labelwise.exceptions import LabelwiseError
 from labelwise.experiments._context import ClassifierContext
-from labelwise.experiments._torch_training import (
-    TORCH_HINT,
-    fit,
-    forward_with_activations,
-    lazy_attributes,
-    require_torch,
-)
+from labelwise.experiments._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     import torch
@@ -294,13 +288,8 @@ def apply_shift(
 
 def load_digit_images() -> tuple[NDArray[np.float32], NDArray[np.int64]]:
     """scikit-learn's bundled digits as ``(1797, 8, 8)`` float32 in ``[0, 1]`` and labels."""
-    try:
-        from sklearn.datasets import load_digits
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise MissingDependencyError(
-            f"the digits experiments need scikit-learn: {TORCH_HINT}"
-        ) from exc
-    bunch = load_digits()
+    datasets = require("sklearn.datasets", "the digits experiments", extra="torch")
+    bunch = datasets.load_digits()
     images = (np.asarray(bunch.images, dtype=np.float32) / np.float32(16.0)).astype(np.float32)
     labels = np.asarray(bunch.target, dtype=np.int64)
     return images, labels
@@ -321,57 +310,17 @@ def _parse_mutant(mutant: str | Sequence[tuple[int, int]]) -> tuple[tuple[int, i
 # --------------------------------------------------------------------------- torch
 
 
-_require_torch = functools.partial(require_torch, __name__)
-
-
-@functools.cache
-def _digits_cnn_class() -> type[torch.nn.Module]:
-    """Create (once) the ``DigitsCNN`` class; kept in a function so torch loads lazily."""
-    _require_torch()
-    import torch
-    from torch import nn
-
-    class DigitsCNN(nn.Module):
-        """LeNet-style CNN for ``1x8x8`` digits with a 64-neuron last hidden layer.
-
-        ``conv(1->8, 3x3, pad 1) -> ReLU -> maxpool 2 -> conv(8->16, 3x3, pad 1) -> ReLU
-        -> maxpool 2 -> flatten (64) -> Linear(64, 64) -> ReLU -> Linear(64, 10)``.
-        ``features`` and ``hidden`` produce the 64 activations fed to ``head``; inputs may
-        be ``(N, 8, 8)`` or ``(N, 1, 8, 8)``. ``forward`` returns logits.
-        """
-
-        def __init__(self, n_classes: int = N_CLASSES) -> None:
-            super().__init__()
-            self.features = nn.Sequential(
-                nn.Conv2d(1, 8, kernel_size=3, padding=1),
-                nn.ReLU(),
-                nn.MaxPool2d(2),
-                nn.Conv2d(8, 16, kernel_size=3, padding=1),
-                nn.ReLU(),
-                nn.MaxPool2d(2),
-                nn.Flatten(),
-            )
-            self.hidden = nn.Sequential(nn.Linear(64, HIDDEN_SIZE), nn.ReLU())
-            self.head = nn.Linear(HIDDEN_SIZE, n_classes)
-
-        def embed(self, x: torch.Tensor) -> torch.Tensor:
-            """The last hidden representation (input of ``head``), shape ``(N, 64)``."""
-            if x.ndim == 3:
-                x = x.unsqueeze(1)
-            out: torch.Tensor = self.hidden(self.features(x))
-            return out
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            logits: torch.Tensor = self.head(self.embed(x))
-            return logits
-
-    DigitsCNN.__module__ = __name__
-    DigitsCNN.__qualname__ = "DigitsCNN"
-    del torch
-    return DigitsCNN
+def _require_torch() -> None:
+    require("torch", f"this part of {__name__}")
 
 
 # ``DigitsCNN`` is built on first access (not in ``__all__``: a star import must not need torch).
+def _digits_cnn_class() -> type[torch.nn.Module]:
+    from labelwise.adapters.training import digits_cnn_class
+
+    return digits_cnn_class()
+
+
 __getattr__, __dir__ = lazy_attributes(globals(), {"DigitsCNN": _digits_cnn_class})
 
 
@@ -402,8 +351,7 @@ def train_digits_cnn(
     cores and reach 0.983 accuracy on the other half (0.96-0.98 over seeds).
     """
     _require_torch()
-    import torch
-    from torch import nn
+    from labelwise.adapters.training import train_classifier
 
     x_np = _as_images(images)
     if x_np.shape[1:] != (8, 8):
@@ -417,11 +365,10 @@ def train_digits_cnn(
         raise LabelwiseError("cannot train on zero images")
     if y_np.min() < 0 or y_np.max() >= N_CLASSES:
         raise LabelwiseError(f"labels must be in [0, {N_CLASSES}); got {np.unique(y_np)}")
-    return fit(
+    return train_classifier(
         _digits_cnn_class(),
-        torch.from_numpy(x_np).unsqueeze(1),
-        torch.from_numpy(y_np),
-        nn.CrossEntropyLoss(),
+        x_np[:, None],
+        y_np,
         epochs=epochs,
         batch_size=batch_size,
         learning_rate=learning_rate,
@@ -435,11 +382,9 @@ def _forward_with_activations(
     model: torch.nn.Module, images: NDArray[np.float32]
 ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
     """One batched ``no_grad`` pass: (input of the last ``Linear``, softmax probabilities)."""
-    import torch
+    from labelwise.adapters.training import classify
 
-    activations, logits = forward_with_activations(model, torch.from_numpy(images).unsqueeze(1))
-    probabilities = torch.softmax(logits.to(torch.float64), dim=1).numpy().astype(np.float32)
-    return activations, probabilities
+    return classify(model, images[:, None])
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,7 +9,7 @@ signals that is much harder than its size suggests, so that a small CNN trains i
 seconds on a laptop CPU with accuracies near the paper's.
 
 * :func:`load_mnist1d` -- generate the data locally with ``mnist1d.data.make_dataset``
-  (``pip install mnist1d``; nothing is downloaded) and standardise it;
+  (``pip install 'labelwise[study]'``; nothing is downloaded) and standardise it;
 * ``Mnist1dCNN`` -- a 1D CNN for ``(N, 40)`` inputs whose last hidden representation
   (input of the last ``Linear``) has 64 neurons, created on first attribute access
   (``from labelwise.experiments.mnist1d import Mnist1dCNN``), which imports torch;
@@ -43,7 +43,6 @@ clean, as in the paper (LeNet-5 98.7% -> mutants 77.3-79.5%).
 from __future__ import annotations
 
 import functools
-import importlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,10 +51,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from labelwise._deps import require
 from labelwise._validation import check_int
-from labelwise.exceptions import LabelwiseError, MissingDependencyError
+from labelwise.exceptions import LabelwiseError
 from labelwise.experiments._context import ClassifierContext
-from labelwise.experiments._torch_training import fit, lazy_attributes, require_torch
+from labelwise.experiments._lazy import lazy_attributes
 from labelwise.experiments.digits import (
     _as_labels,
     _forward_with_activations,
@@ -76,8 +76,6 @@ __all__ = [
 N_CLASSES = 10
 SEQUENCE_LENGTH = 40
 HIDDEN_SIZE = 64
-
-_MNIST1D_HINT = "pip install mnist1d"
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -126,12 +124,7 @@ def _generate_mnist1d(
 ) -> tuple[NDArray[np.float32], NDArray[np.int64], NDArray[np.float32], NDArray[np.int64]]:
     """:func:`load_mnist1d`'s arrays, cached (read-only) so that the clean model and its
     mutants of one seed generate the data once (about 1.5 s for 10,000 signals)."""
-    try:
-        data = importlib.import_module("mnist1d.data")
-    except ImportError as exc:
-        raise MissingDependencyError(
-            f"the MNIST-1D experiments need the mnist1d package: {_MNIST1D_HINT}"
-        ) from exc
+    data = require("mnist1d.data", "the MNIST-1D experiments", extra="study")
     args = data.get_dataset_args()
     args.num_samples = n_samples
     args.seed = seed
@@ -164,63 +157,18 @@ def _generate_mnist1d(
 # -------------------------------------------------------------------------------- torch
 
 
-_require_torch = functools.partial(require_torch, __name__)
-
-
-@functools.cache
-def _mnist1d_cnn_class() -> type[torch.nn.Module]:
-    """Create (once) the ``Mnist1dCNN`` class; kept in a function so torch loads lazily."""
-    _require_torch()
-    import torch
-    from torch import nn
-
-    class Mnist1dCNN(nn.Module):
-        """1D CNN for length-40 signals with a 64-neuron last hidden layer.
-
-        ``conv(1->32, k5, pad 2) -> ReLU -> conv(32->32, k3, pad 1) -> ReLU -> maxpool 2
-        -> conv(32->64, k3, pad 1) -> ReLU -> maxpool 2 -> flatten (640) -> Linear(640, 64)
-        -> ReLU -> Linear(64, 10)``. ``features`` and ``hidden`` produce the 64
-        activations fed to ``head``; inputs may be ``(N, 40)`` or ``(N, 1, 40)``.
-        ``forward`` returns logits.
-        """
-
-        def __init__(self, n_classes: int = N_CLASSES) -> None:
-            super().__init__()
-            self.features = nn.Sequential(
-                nn.Conv1d(1, 32, kernel_size=5, padding=2),
-                nn.ReLU(),
-                nn.Conv1d(32, 32, kernel_size=3, padding=1),
-                nn.ReLU(),
-                nn.MaxPool1d(2),
-                nn.Conv1d(32, 64, kernel_size=3, padding=1),
-                nn.ReLU(),
-                nn.MaxPool1d(2),
-                nn.Flatten(),
-            )
-            self.hidden = nn.Sequential(
-                nn.Linear(64 * (SEQUENCE_LENGTH // 4), HIDDEN_SIZE), nn.ReLU()
-            )
-            self.head = nn.Linear(HIDDEN_SIZE, n_classes)
-
-        def embed(self, x: torch.Tensor) -> torch.Tensor:
-            """The last hidden representation (input of ``head``), shape ``(N, 64)``."""
-            if x.ndim == 2:
-                x = x.unsqueeze(1)
-            out: torch.Tensor = self.hidden(self.features(x))
-            return out
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            logits: torch.Tensor = self.head(self.embed(x))
-            return logits
-
-    Mnist1dCNN.__module__ = __name__
-    Mnist1dCNN.__qualname__ = "Mnist1dCNN"
-    del torch
-    return Mnist1dCNN
+def _require_torch() -> None:
+    require("torch", f"this part of {__name__}")
 
 
 # ``Mnist1dCNN`` is built on first access (not in ``__all__``: a star import must not
 # need torch).
+def _mnist1d_cnn_class() -> type[torch.nn.Module]:
+    from labelwise.adapters.training import mnist1d_cnn_class
+
+    return mnist1d_cnn_class()
+
+
 __getattr__, __dir__ = lazy_attributes(globals(), {"Mnist1dCNN": _mnist1d_cnn_class})
 
 
@@ -251,8 +199,7 @@ def train_mnist1d_cnn(
     0.953-0.966 accuracy on 5,000 fresh signals (seeds 0-2).
     """
     _require_torch()
-    import torch
-    from torch import nn
+    from labelwise.adapters.training import train_classifier
 
     x_np = _as_signals(x)
     y_np = _as_labels(y, "y")
@@ -262,11 +209,10 @@ def train_mnist1d_cnn(
         raise LabelwiseError("cannot train on zero signals")
     if y_np.min() < 0 or y_np.max() >= N_CLASSES:
         raise LabelwiseError(f"labels must be in [0, {N_CLASSES}); got {np.unique(y_np)}")
-    return fit(
+    return train_classifier(
         _mnist1d_cnn_class(),
-        torch.from_numpy(x_np).unsqueeze(1),
-        torch.from_numpy(y_np),
-        nn.CrossEntropyLoss(),
+        x_np[:, None],
+        y_np,
         epochs=epochs,
         batch_size=batch_size,
         learning_rate=learning_rate,

@@ -67,9 +67,8 @@ def run_quality_study(
     contexts: Sequence[Callable[[int], tuple[str, str, Any, Any, Any, Any, Any]]] = CONTEXTS,
     log: Callable[[str], None] = print,
 ) -> list[QualityStudyRow]:
-    import torch
-
     from ..adapters.torch import capture
+    from ..adapters.training import last_linear
 
     rows = []
     for build in contexts:
@@ -80,8 +79,7 @@ def run_quality_study(
         report = quality_report(
             train.activations, y_train, test.activations, y_test, test.outputs, lo=lo, hi=hi
         )
-        last = [m for m in model.modules() if isinstance(m, torch.nn.Linear)][-1]
-        head = linear_head(last.weight.detach().numpy().T, last.bias.detach().numpy())
+        head = linear_head(*last_linear(model))
         classes = np.unique(y_train)
         centroids = np.stack([train.activations[y_train == c].mean(axis=0) for c in classes])
         gen = generation_table(

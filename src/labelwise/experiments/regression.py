@@ -56,16 +56,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from labelwise._deps import require
 from labelwise._validation import check_int
 from labelwise.estimation import regression_scores
-from labelwise.exceptions import LabelwiseError, MissingDependencyError
-from labelwise.experiments._torch_training import (
-    TORCH_HINT,
-    fit,
-    forward_with_activations,
-    lazy_attributes,
-    require_torch,
-)
+from labelwise.exceptions import LabelwiseError
+from labelwise.experiments._lazy import lazy_attributes
 from labelwise.experiments.digits import RngLike, _range, relight
 
 if TYPE_CHECKING:
@@ -210,13 +205,8 @@ def load_friedman1(
     seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
     if not (np.isfinite(noise) and noise >= 0):
         raise LabelwiseError(f"noise must be finite and non-negative; got {noise!r}")
-    try:
-        from sklearn.datasets import make_friedman1
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise MissingDependencyError(
-            f"the regression experiments need scikit-learn: {TORCH_HINT}"
-        ) from exc
-    x, y = make_friedman1(
+    datasets = require("sklearn.datasets", "the regression experiments", extra="torch")
+    x, y = datasets.make_friedman1(
         n_samples=n_train + n_operational,
         n_features=N_FEATURES,
         noise=float(noise),
@@ -233,50 +223,18 @@ def load_friedman1(
 # -------------------------------------------------------------------------------- torch
 
 
-_require_torch = functools.partial(require_torch, __name__)
-
-
-@functools.cache
-def _regression_mlp_class() -> type[torch.nn.Module]:
-    """Create (once) the ``RegressionMLP`` class; kept in a function so torch loads lazily."""
-    _require_torch()
-    import torch
-    from torch import nn
-
-    class RegressionMLP(nn.Module):
-        """``Linear(F, 64) -> ReLU -> Linear(64, 32) -> ReLU -> Linear(32, 1)``.
-
-        ``hidden`` produces the 32 activations fed to ``head``; ``forward`` returns
-        ``(N,)`` predictions.
-        """
-
-        def __init__(self, n_features: int = N_FEATURES) -> None:
-            super().__init__()
-            self.hidden = nn.Sequential(
-                nn.Linear(n_features, 64),
-                nn.ReLU(),
-                nn.Linear(64, HIDDEN_SIZE),
-                nn.ReLU(),
-            )
-            self.head = nn.Linear(HIDDEN_SIZE, 1)
-
-        def embed(self, x: torch.Tensor) -> torch.Tensor:
-            """The last hidden representation (input of ``head``), shape ``(N, 32)``."""
-            out: torch.Tensor = self.hidden(x)
-            return out
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            out: torch.Tensor = self.head(self.embed(x)).squeeze(-1)
-            return out
-
-    RegressionMLP.__module__ = __name__
-    RegressionMLP.__qualname__ = "RegressionMLP"
-    del torch
-    return RegressionMLP
+def _require_torch() -> None:
+    require("torch", f"this part of {__name__}")
 
 
 # ``RegressionMLP`` is built on first access (not in ``__all__``: a star import must not
 # need torch).
+def _regression_mlp_class() -> type[torch.nn.Module]:
+    from labelwise.adapters.training import regression_mlp_class
+
+    return regression_mlp_class()
+
+
 __getattr__, __dir__ = lazy_attributes(globals(), {"RegressionMLP": _regression_mlp_class})
 
 
@@ -305,7 +263,7 @@ def train_regression_mlp(
     about 0.91).
     """
     _require_torch()
-    import torch
+    from labelwise.adapters.training import train_regressor
 
     x_np = np.array(x, dtype=np.float32, copy=True)
     if x_np.ndim != 2 or x_np.shape[1] < 1:
@@ -319,11 +277,10 @@ def train_regression_mlp(
         raise LabelwiseError("cannot train on zero rows")
     if not (np.all(np.isfinite(x_np)) and np.all(np.isfinite(y_np))):
         raise LabelwiseError("x and y must be finite")
-    return fit(
+    return train_regressor(
         functools.partial(_regression_mlp_class(), x_np.shape[1]),
-        torch.from_numpy(x_np),
-        torch.from_numpy(y_np),
-        torch.nn.MSELoss(),
+        x_np,
+        y_np,
         epochs=epochs,
         batch_size=batch_size,
         learning_rate=learning_rate,
@@ -337,11 +294,9 @@ def _forward_with_activations(
     model: torch.nn.Module, x: NDArray[np.float32]
 ) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
     """One batched ``no_grad`` pass: (input of the last ``Linear``, predictions)."""
-    import torch
+    from labelwise.adapters.training import regress
 
-    activations, out = forward_with_activations(model, torch.from_numpy(x))
-    predictions = out.reshape(x.shape[0]).numpy().astype(np.float64)
-    return activations, predictions
+    return regress(model, x)
 
 
 @dataclass(frozen=True, eq=False)

@@ -18,7 +18,7 @@ deterministically in seconds on one CPU thread, so that the study trains its own
   activations and accuracies of every model).
 
 torch, mnist1d and scikit-learn are imported lazily: importing this module imports none of
-them. Training uses :func:`labelwise.experiments._torch_training.fit` (Adam with a one-cycle
+them. Training uses :func:`labelwise.adapters.training.fit` (Adam with a one-cycle
 learning-rate schedule).
 
 With the defaults (``default_zoo()``, ``n_samples=10_000``: 5,000 training and 5,000
@@ -28,9 +28,7 @@ accuracies range over 0.680-0.964 for ``seed=0`` (see :func:`default_zoo`).
 
 from __future__ import annotations
 
-import functools
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -38,13 +36,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from labelwise._progress import progress_bar
+from labelwise._deps import require
 from labelwise._validation import check_int
 from labelwise.exceptions import LabelwiseError
-from labelwise.experiments._torch_training import fit, forward_with_activations, require_torch
 
 if TYPE_CHECKING:
-    import torch
+    pass
 
 __all__ = [
     "DATASETS",
@@ -83,7 +80,7 @@ class ModelSpec:
       -> ReLU -> MaxPool1d(2)``, then ``Flatten -> Linear(width * (L >> depth), hidden)
       -> ReLU`` (then ``Dropout``) and a ``Linear(hidden, 10)`` head.
 
-    Training: :func:`~labelwise.experiments._torch_training.fit` with Adam, cross-entropy,
+    Training: :func:`~labelwise.adapters.training.fit` with Adam, cross-entropy,
     a one-cycle schedule peaking at ``learning_rate``, ``epochs`` passes over a random
     ``train_fraction`` of the training set in mini-batches of ``batch_size``. ``seed``
     together with the zoo's seed (see :func:`train_zoo`) fixes the initial weights, the
@@ -472,37 +469,6 @@ def _load(
     )
 
 
-def _build(spec: ModelSpec, length: int) -> torch.nn.Module:
-    """The untrained model of ``spec`` for inputs of length ``length``."""
-    from torch import nn
-
-    layers: list[nn.Module] = []
-    if spec.family == "linear":
-        return nn.Sequential(nn.Linear(length, N_CLASSES))
-    if spec.family == "mlp":
-        size = length
-        for _ in range(spec.depth):
-            layers += [nn.Linear(size, spec.width), nn.ReLU()]
-            if spec.dropout:
-                layers.append(nn.Dropout(spec.dropout))
-            size = spec.width
-        layers.append(nn.Linear(size, N_CLASSES))
-        return nn.Sequential(*layers)
-    channels = 1
-    for _ in range(spec.depth):
-        layers += [
-            nn.Conv1d(channels, spec.width, spec.kernel_size, padding=spec.kernel_size // 2),
-            nn.ReLU(),
-            nn.MaxPool1d(2),
-        ]
-        channels = spec.width
-    layers += [nn.Flatten(), nn.Linear(channels * (length >> spec.depth), spec.hidden), nn.ReLU()]
-    if spec.dropout:
-        layers.append(nn.Dropout(spec.dropout))
-    layers.append(nn.Linear(spec.hidden, N_CLASSES))
-    return nn.Sequential(*layers)
-
-
 def _check_specs(specs: Any) -> tuple[ModelSpec, ...]:
     if isinstance(specs, ModelSpec | str) or not isinstance(specs, Sequence):
         raise LabelwiseError(f"specs must be a sequence of ModelSpec; got {type(specs).__name__}")
@@ -541,7 +507,7 @@ def train_zoo(
     stratified halves (``seed``); ``n_samples`` must then be left ``None``.
 
     Each model trains on one thread (``torch.set_num_threads(1)``, restored afterwards)
-    with :func:`~labelwise.experiments._torch_training.fit` seeded by a hash of
+    with :func:`~labelwise.adapters.training.fit` seeded by a hash of
     ``(seed, spec.seed)`` (``numpy.random.SeedSequence``), which also draws the
     ``train_fraction`` subset; the caller's global random states are left untouched. The
     same arguments give identical outputs on the same machine and thread count.
@@ -560,9 +526,8 @@ def train_zoo(
     seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
     if n_samples is not None:
         n_samples = check_int(n_samples, "n_samples", minimum=20)
-    require_torch(__name__)
-    import torch
-    from torch import nn
+    require("torch", f"this part of {__name__}")
+    from labelwise.adapters.training import train_zoo_models
 
     x_train, y_train, x_op, y_op = _load(dataset, n_samples, seed)
     length = x_train.shape[1]
@@ -571,51 +536,15 @@ def train_zoo(
             raise LabelwiseError(
                 f"{spec.name}: {spec.depth} pooling blocks do not fit length-{length} inputs"
             )
-
-    n_models, n_op = len(specs_t), x_op.shape[0]
-    predictions = np.empty((n_models, n_op), dtype=np.int64)
-    probabilities = np.empty((n_models, n_op, N_CLASSES), dtype=np.float32)
-    activations: list[NDArray[np.float32] | None] = []
-    seconds: list[float] = []
-    x_op_t = torch.from_numpy(np.ascontiguousarray(x_op))
-    previous_threads = torch.get_num_threads()
-    bar = progress_bar(n_models, desc="zoo", unit="model", enabled=progress)
-    try:
-        torch.set_num_threads(1)
-        for i, spec in enumerate(specs_t):
-            train_seed = _training_seed(seed, spec.seed)
-            rows = np.arange(x_train.shape[0])
-            if spec.train_fraction < 1.0:
-                k = max(1, round(spec.train_fraction * len(rows)))
-                rng = np.random.default_rng([train_seed, 1])
-                rows = np.sort(rng.choice(len(rows), size=k, replace=False))
-            x = torch.from_numpy(np.ascontiguousarray(x_train[rows]))
-            x_eval = x_op_t
-            if spec.family == "cnn":
-                x, x_eval = x.unsqueeze(1), x_op_t.unsqueeze(1)
-            start = time.perf_counter()
-            model = fit(
-                functools.partial(_build, spec, length),
-                x,
-                torch.from_numpy(np.ascontiguousarray(y_train[rows])),
-                nn.CrossEntropyLoss(),
-                epochs=spec.epochs,
-                batch_size=spec.batch_size,
-                learning_rate=spec.learning_rate,
-                seed=train_seed,
-                num_threads=1,
-                one_cycle=True,
-            )
-            seconds.append(time.perf_counter() - start)
-            hidden, logits = forward_with_activations(model, x_eval)
-            probs = torch.softmax(logits.to(torch.float64), dim=1).numpy().astype(np.float32)
-            probabilities[i] = probs
-            predictions[i] = probs.argmax(axis=1)
-            activations.append(hidden if spec.has_hidden_layer else None)
-            bar.update(1)
-    finally:
-        torch.set_num_threads(previous_threads)
-        bar.close()
+    predictions, probabilities, activations, seconds = train_zoo_models(
+        specs_t,
+        x_train,
+        y_train,
+        x_op,
+        seeds=[_training_seed(seed, spec.seed) for spec in specs_t],
+        n_classes=N_CLASSES,
+        progress=progress,
+    )
     return Zoo(
         dataset=dataset,
         seed=seed,

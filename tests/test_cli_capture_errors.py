@@ -1,0 +1,85 @@
+"""`labelwise capture` end to end on models that used to break it: wrong input shapes, float64
+models, and models whose last defined Linear is not the last one run."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from labelwise.cli import main
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+
+class HeadFirst(nn.Module):
+    """The head is defined before the hidden layer, and a spare Linear after both."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = nn.Linear(6, 3)
+        self.hidden = nn.Linear(10, 6)
+        self.spare = nn.Linear(3, 3)  # defined last, never called
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.hidden(x)))
+
+
+def _save(model: nn.Module, path: Path) -> Path:
+    torch.save(model, str(path))  # a pickled whole module (load_model's second format)
+    return path
+
+
+def _scripted(model: nn.Module, path: Path) -> Path:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript is deprecated
+        torch.jit.save(torch.jit.script(model.eval()), str(path))
+    return path
+
+
+def _run(tmp_path: Path, model_path: Path, inputs: np.ndarray) -> int:
+    np.save(tmp_path / "inputs.npy", inputs)
+    argv = ["capture", "--model", str(model_path), "--inputs", str(tmp_path / "inputs.npy")]
+    return main([*argv, "--out", str(tmp_path / "cap")])
+
+
+def _mlp() -> nn.Sequential:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(64, 16), nn.ReLU(), nn.Linear(16, 4))
+
+
+@pytest.mark.parametrize("fmt", ["pickle", "torchscript"])
+def test_wrong_input_shape_is_an_error_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    save = _save if fmt == "pickle" else _scripted
+    path = save(_mlp(), tmp_path / "model.pt")
+    code = _run(tmp_path, path, np.zeros((5, 8, 8), dtype=np.float32))  # (8, 8), not 64
+    err = capsys.readouterr().err
+    assert code != 0
+    assert err.startswith("labelwise: error: ")
+    assert "(5, 8, 8)" in err  # what was given
+    assert "in_features=64" in err  # what the model expects
+    assert "Traceback" not in err
+    assert not (tmp_path / "cap" / "activations.npy").exists()
+
+
+def test_float64_model_and_executed_layer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    torch.manual_seed(1)
+    model = HeadFirst().double()
+    path = _save(model, tmp_path / "model.pt")
+    x = np.random.default_rng(0).normal(size=(20, 10))
+    assert _run(tmp_path, path, x) == 0
+    out = capsys.readouterr().out
+    assert "layer head (input), 6 neurons" in out
+    meta = json.loads((tmp_path / "cap" / "capture.json").read_text())
+    assert meta["layer"] == "head (input)" and meta["neurons"] == 6
+    with torch.no_grad():
+        hidden = torch.relu(model.hidden(torch.from_numpy(x))).numpy()
+    np.testing.assert_allclose(np.load(tmp_path / "cap" / "activations.npy"), hidden, rtol=1e-5)
