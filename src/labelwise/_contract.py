@@ -2,9 +2,9 @@
 
 A result type is ``@dataclass(frozen=True)`` and inherits :class:`Result`, which gives it
 
-- read-only arrays: after ``__post_init__`` every ``numpy.ndarray`` field is a read-only copy
-  (a class with its own ``__post_init__`` converts dtypes first, then calls
-  ``super().__post_init__()``);
+- read-only arrays: after ``__post_init__`` every ``numpy.ndarray`` field (and every field
+  annotated ``NDArray``, given as a list or tuple) is a read-only copy (a class with its own
+  ``__post_init__`` converts dtypes first, then calls ``super().__post_init__()``);
 - ``to_dict()``: the fields, in order, through :func:`labelwise._json.jsonable` (NumPy values to
   Python, NaN and infinities to ``null``, nested results through their own ``to_dict``). A
   class shapes its JSON with
@@ -73,8 +73,11 @@ class Result:
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
             v = getattr(self, f.name)
-            if isinstance(v, np.ndarray) and not _is_frozen_copy(v):
-                object.__setattr__(self, f.name, _readonly(v))
+            if isinstance(v, np.ndarray):
+                if not _is_frozen_copy(v):
+                    object.__setattr__(self, f.name, _readonly(v))
+            elif v is not None and str(f.type).startswith("NDArray"):
+                object.__setattr__(self, f.name, _readonly(v))  # e.g. a list passed for an array
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (strict JSON: non-finite floats are ``None``)."""
