@@ -2,30 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ._contract import Result, _readonly
 from .exceptions import LabelwiseError
 
-__all__ = ["Estimate", "Ranking", "Selection"]
+__all__ = ["Estimate", "Ranking", "Result", "Selection"]
 
 SELECTION_FORMAT = 1
 
 
-def _readonly(a: Any, dtype: Any = None) -> NDArray[Any]:
-    """A read-only copy of ``a`` (for the arrays of frozen result types)."""
-    out = np.array(a, dtype=dtype, copy=True)
-    out.setflags(write=False)
-    return out
-
-
 @dataclass(frozen=True, eq=False)
-class Selection:
+class Selection(Result):
     """Which rows of the operational pile to label, in selection order.
 
     Attributes
@@ -52,7 +46,13 @@ class Selection:
         with the same seed.
     diagnostics:
         Method-specific numbers worth keeping (e.g. CES objective values after each step).
+
+    ``to_dict`` adds ``"format"`` (the file format version) and ``"budget"``.
     """
+
+    value_missing_reason: ClassVar[str] = "a selection is a set of rows, not a measurement"
+    _json_head: ClassVar[Mapping[str, Any]] = MappingProxyType({"format": SELECTION_FORMAT})
+    _json_properties: ClassVar[tuple[str, ...]] = ("budget",)
 
     indices: NDArray[np.int64]
     method: str
@@ -75,6 +75,7 @@ class Selection:
             object.__setattr__(self, "strata", _readonly(st))
         if self.stratum_sizes is not None:
             object.__setattr__(self, "stratum_sizes", tuple(int(s) for s in self.stratum_sizes))
+        super().__post_init__()
 
     def __len__(self) -> int:
         return int(self.indices.size)
@@ -83,20 +84,10 @@ class Selection:
     def budget(self) -> int:
         return int(self.indices.size)
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict holding everything needed to estimate and to extend."""
-        return {
-            "format": SELECTION_FORMAT,
-            "method": self.method,
-            "population_size": self.population_size,
-            "budget": self.budget,
-            "params": dict(self.params),
-            "indices": self.indices.tolist(),
-            "strata": None if self.strata is None else self.strata.tolist(),
-            "stratum_sizes": None if self.stratum_sizes is None else list(self.stratum_sizes),
-            "rng_state": None if self.rng_state is None else _jsonable(self.rng_state),
-            "diagnostics": _jsonable(self.diagnostics),
-        }
+    @property
+    def value(self) -> None:
+        """None: a selection has no headline number (``value_missing_reason``)."""
+        return None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Selection:
@@ -120,12 +111,14 @@ class Selection:
 
 
 @dataclass(frozen=True)
-class Estimate:
+class Estimate(Result):
     """A point estimate with its uncertainty.
 
     ``value`` is the model's accuracy (classification) or 1-MSE (regression) on the whole pile,
     estimated from ``n_labelled`` labels; ``[ci_low, ci_high]`` is a ``confidence`` interval.
     """
+
+    higher_is_better: ClassVar[bool | None] = True
 
     value: float
     std_error: float
@@ -139,24 +132,9 @@ class Estimate:
     population_size: int | None = None
     notes: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "value": self.value,
-            "std_error": self.std_error,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-            "confidence": self.confidence,
-            "n_labelled": self.n_labelled,
-            "method": self.method,
-            "metric": self.metric,
-            "interval": self.interval,
-            "population_size": self.population_size,
-            "notes": list(self.notes),
-        }
-
 
 @dataclass(frozen=True, eq=False)
-class Ranking:
+class Ranking(Result):
     """Models ranked by their accuracy on the labelled inputs (arrays are read-only).
 
     Attributes
@@ -183,7 +161,11 @@ class Ranking:
         Level of the intervals.
     n_bootstrap:
         Bootstrap replicates behind ``prob_better``.
+
+    ``value`` is None: a ranking orders models (see ``accuracy`` and ``rank``).
     """
+
+    value_missing_reason: ClassVar[str] = "a ranking orders models; see accuracy and rank"
 
     model_names: tuple[str, ...]
     accuracy: NDArray[np.float64]
@@ -200,38 +182,13 @@ class Ranking:
     def __post_init__(self) -> None:
         object.__setattr__(self, "model_names", tuple(str(n) for n in self.model_names))
         for name in ("accuracy", "n_correct", "ci_low", "ci_high", "rank", "order", "prob_better"):
-            object.__setattr__(self, name, _readonly(np.asarray(getattr(self, name))))
+            object.__setattr__(self, name, np.asarray(getattr(self, name)))
+        super().__post_init__()
 
     def __len__(self) -> int:
         return len(self.model_names)
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict."""
-        return {
-            "model_names": list(self.model_names),
-            "accuracy": self.accuracy.tolist(),
-            "n_correct": self.n_correct.tolist(),
-            "ci_low": self.ci_low.tolist(),
-            "ci_high": self.ci_high.tolist(),
-            "rank": self.rank.tolist(),
-            "order": self.order.tolist(),
-            "prob_better": self.prob_better.tolist(),
-            "n_labelled": self.n_labelled,
-            "confidence": self.confidence,
-            "n_bootstrap": self.n_bootstrap,
-        }
-
-
-def _jsonable(obj: Any) -> Any:
-    """Convert NumPy scalars/arrays inside nested containers to plain Python for JSON."""
-    return json.loads(json.dumps(obj, default=_default))
-
-
-def _default(o: Any) -> Any:
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON-serialisable: {type(o).__name__}")
+    @property
+    def value(self) -> None:
+        """None: a ranking has no headline number (``value_missing_reason``)."""
+        return None

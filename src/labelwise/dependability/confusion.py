@@ -32,12 +32,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._results import _readonly
+from .._contract import Result, _readonly
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 from ..io import read_json
 
@@ -164,7 +165,7 @@ def load_severity(path_or_name: str | os.PathLike[str]) -> SeverityMatrix:
 
 
 @dataclass(frozen=True, eq=False)
-class WeightedConfusion:
+class WeightedConfusion(Result):
     """Confusion counts weighted by a severity matrix (Sec. II-H); arrays are read-only.
 
     Attributes
@@ -187,7 +188,7 @@ class WeightedConfusion:
     normalised_weighted_error:
         ``weighted_error / max(W)`` in [0, 1] (labelwise's normalisation, see module docs).
     weighted_accuracy:
-        ``1 - normalised_weighted_error``.
+        ``1 - normalised_weighted_error``; the headline ``value`` (higher is better).
     class_counts:
         (C,) inputs per true class.
     per_class_weighted_error:
@@ -195,6 +196,9 @@ class WeightedConfusion:
     notes:
         What was noticed about the data (e.g. absent classes).
     """
+
+    higher_is_better: ClassVar[bool | None] = True
+    _json_head: ClassVar[Mapping[str, Any]] = MappingProxyType({"metric": "weighted_confusion"})
 
     classes: tuple[ClassName, ...]
     severity: NDArray[np.float64]
@@ -209,29 +213,10 @@ class WeightedConfusion:
     per_class_weighted_error: NDArray[np.float64]
     notes: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        for name in ("severity", "counts", "weighted", "class_counts", "per_class_weighted_error"):
-            object.__setattr__(self, name, _readonly(np.asarray(getattr(self, name))))
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict (NaN per-class values become ``None``)."""
-        return {
-            "metric": "weighted_confusion",
-            "classes": list(self.classes),
-            "severity": [[_num(v) for v in row] for row in self.severity.tolist()],
-            "counts": self.counts.tolist(),
-            "weighted": [[_num(v) for v in row] for row in self.weighted.tolist()],
-            "n": self.n,
-            "error_rate": self.error_rate,
-            "weighted_error": self.weighted_error,
-            "normalised_weighted_error": self.normalised_weighted_error,
-            "weighted_accuracy": self.weighted_accuracy,
-            "class_counts": self.class_counts.tolist(),
-            "per_class_weighted_error": [
-                None if np.isnan(v) else float(v) for v in self.per_class_weighted_error
-            ],
-            "notes": list(self.notes),
-        }
+    @property
+    def value(self) -> float:
+        """``weighted_accuracy``."""
+        return self.weighted_accuracy
 
     def table(self) -> str:
         """The confusion counts and the weighted table as aligned plain text."""

@@ -33,12 +33,13 @@ import math
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._results import _readonly
+from .._contract import Result
+from .._json import jsonable
 from .._validation import check_confidence
 from ..estimation.estimators import wilson_interval
 from ..exceptions import DegenerateDataWarning, LabelwiseError
@@ -47,7 +48,7 @@ __all__ = ["ScenarioPerformance", "scenario_performance"]
 
 
 @dataclass(frozen=True, eq=False)
-class ScenarioPerformance:
+class ScenarioPerformance(Result):
     """Accuracy per scenario, overall and discounted by scenario coverage (Sec. II-E).
 
     Per-scenario arrays are aligned with ``scenarios`` and read-only.
@@ -70,7 +71,8 @@ class ScenarioPerformance:
     degradation:
         (S,) ``overall_accuracy - accuracy``: how much worse than overall the model does there.
     overall_accuracy, overall_ci_low, overall_ci_high:
-        Accuracy over all inputs and its Wilson interval.
+        Accuracy over all inputs and its Wilson interval; ``overall_accuracy`` is the headline
+        ``value`` (higher is better).
     n_total:
         N, the number of inputs.
     confidence:
@@ -84,6 +86,8 @@ class ScenarioPerformance:
     notes:
         Degenerate data noticed (e.g. scenarios with a single input).
     """
+
+    higher_is_better: ClassVar[bool | None] = True
 
     scenarios: tuple[Hashable, ...]
     conditions: tuple[str, ...] | None
@@ -104,9 +108,10 @@ class ScenarioPerformance:
     discounted_ci_high: float | None = None
     notes: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        for name in ("n", "n_correct", "accuracy", "ci_low", "ci_high", "degradation"):
-            object.__setattr__(self, name, _readonly(np.asarray(getattr(self, name))))
+    @property
+    def value(self) -> float:
+        """``overall_accuracy``."""
+        return self.overall_accuracy
 
     def __len__(self) -> int:
         return len(self.scenarios)
@@ -135,30 +140,33 @@ class ScenarioPerformance:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict (tuple scenarios become lists, other objects strings)."""
-        return {
-            "metric": "scenario_performance",
-            "conditions": None if self.conditions is None else list(self.conditions),
-            "confidence": self.confidence,
-            "n_total": self.n_total,
-            "overall": {
-                "accuracy": self.overall_accuracy,
-                "ci_low": self.overall_ci_low,
-                "ci_high": self.overall_ci_high,
-            },
-            "scenarios": [
-                {**self._row(k), "scenario": _jsonable(s)} for k, s in enumerate(self.scenarios)
-            ],
-            "coverage": self.coverage,
-            "discounted": None
-            if self.coverage is None
-            else {
-                "accuracy": self.discounted_accuracy,
-                "ci_low": self.discounted_ci_low,
-                "ci_high": self.discounted_ci_high,
-            },
-            "notes": list(self.notes),
-        }
+        """A JSON-ready dict (tuple scenarios become lists, other objects strings; NaN and
+        infinities ``None``). Its own shape: per-scenario rows and nested overall figures."""
+        return jsonable(
+            {
+                "metric": "scenario_performance",
+                "conditions": None if self.conditions is None else list(self.conditions),
+                "confidence": self.confidence,
+                "n_total": self.n_total,
+                "overall": {
+                    "accuracy": self.overall_accuracy,
+                    "ci_low": self.overall_ci_low,
+                    "ci_high": self.overall_ci_high,
+                },
+                "scenarios": [
+                    {**self._row(k), "scenario": _jsonable(s)} for k, s in enumerate(self.scenarios)
+                ],
+                "coverage": self.coverage,
+                "discounted": None
+                if self.coverage is None
+                else {
+                    "accuracy": self.discounted_accuracy,
+                    "ci_low": self.discounted_ci_low,
+                    "ci_high": self.discounted_ci_high,
+                },
+                "notes": list(self.notes),
+            }
+        )
 
     def table(self) -> str:
         """Per-scenario accuracy as aligned plain text, with the overall and discounted lines."""

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import comb, isfinite, prod
-from typing import Any
+from typing import Any, ClassVar
 
 import numba as nb
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._contract import Result
 from .._numba import threads_for
 from .._validation import check_finite_array, check_int
 from ..exceptions import LabelwiseError
@@ -60,8 +61,10 @@ _POP8 = np.array([bin(v).count("1") for v in range(256)], dtype=np.int64)
 
 
 @dataclass(frozen=True)
-class KActivationCoverage:
+class KActivationCoverage(Result):
     """Neuron k-activation coverage of one layer (Sec. II-B, Eq. 2).
+
+    The headline ``value`` is the covered share of the order-k cells (higher is better).
 
     Attributes
     ----------
@@ -90,6 +93,8 @@ class KActivationCoverage:
         Neurons on for at least one input (NAC numerator); ``active_share`` divides by c.
     """
 
+    higher_is_better: ClassVar[bool | None] = True
+
     value: float
     covered: int
     total: int
@@ -112,25 +117,9 @@ class KActivationCoverage:
         """Share of neurons on for at least one input (neuron activation coverage, NAC)."""
         return self.ever_on / self.n_neurons
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict."""
-        return {
-            "value": self.value,
-            "covered": self.covered,
-            "total": self.total,
-            "k": self.k,
-            "threshold": self.threshold,
-            "n_inputs": self.n_inputs,
-            "n_neurons": self.n_neurons,
-            "covered_by_order": list(self.covered_by_order),
-            "total_by_order": list(self.total_by_order),
-            "covered_by_pattern": list(self.covered_by_pattern),
-            "ever_on": self.ever_on,
-        }
-
 
 @dataclass(frozen=True, eq=False)
-class UncoveredCells:
+class UncoveredCells(Result):
     """Cells not yet covered (what new inputs would have to realise to raise the metric).
 
     Attributes
@@ -140,12 +129,20 @@ class UncoveredCells:
     patterns:
         (m, k) bool, True where the cell wants the neuron on.
     n_uncovered:
-        All uncovered cells (``m`` may be smaller when the listing was capped).
+        All uncovered cells (``m`` may be smaller when the listing was capped); also the
+        headline ``value`` (lower is better).
     """
+
+    higher_is_better: ClassVar[bool | None] = False
 
     neurons: NDArray[np.int64]
     patterns: NDArray[np.bool_]
     n_uncovered: int
+
+    @property
+    def value(self) -> float:
+        """``n_uncovered`` as a float."""
+        return float(self.n_uncovered)
 
     def __len__(self) -> int:
         return int(self.neurons.shape[0])
@@ -414,6 +411,13 @@ class NeuronKCoverage:
         self.n_inputs = 0
         return self
 
+    def ever_on_mask(self) -> NDArray[np.bool_]:
+        """(n_neurons,) True for the neurons on (``> threshold``) for at least one input.
+
+        This is the neuron coverage NC of :mod:`labelwise.quality.adequacy` (one core).
+        """
+        return (self._seen[0] & np.uint8(2)) != 0
+
     def result(self) -> KActivationCoverage:
         """The coverage so far."""
         covered = tuple(int(_POP8[s].sum()) for s in self._seen)
@@ -431,7 +435,7 @@ class NeuronKCoverage:
             covered_by_order=covered,
             total_by_order=totals,
             covered_by_pattern=by_pattern,
-            ever_on=int(np.count_nonzero(self._seen[0] & np.uint8(2))),
+            ever_on=int(np.count_nonzero(self.ever_on_mask())),
         )
 
     def uncovered(self, max_cells: int | None = 1000) -> UncoveredCells:
@@ -455,8 +459,6 @@ class NeuronKCoverage:
         neurons = self._unrank(idx)
         shifts = np.arange(self.k - 1, -1, -1)
         patterns = ((pat[:, None] >> shifts[None, :]) & 1).astype(bool)
-        neurons.setflags(write=False)
-        patterns.setflags(write=False)
         return UncoveredCells(neurons=neurons, patterns=patterns, n_uncovered=n_uncovered)
 
     def _unrank(self, idx: NDArray[np.int64]) -> NDArray[np.int64]:

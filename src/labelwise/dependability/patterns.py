@@ -28,13 +28,13 @@ from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _plotting
-from .._results import _readonly
+from .._contract import Result
 from .._validation import check_finite_array, check_int
 from ..exceptions import LabelwiseError
 from .neuron import _check_threshold
@@ -50,7 +50,7 @@ DEFAULT_GAMMA = 10
 
 
 @dataclass(frozen=True, eq=False)
-class GroupPattern:
+class GroupPattern(Result):
     """The activation-pattern metric of one scenario or class.
 
     Attributes
@@ -70,8 +70,11 @@ class GroupPattern:
     n_outside:
         Inputs outside bins j - 1, j, j + 1.
     value:
-        ``n_outside / n_inputs`` (Eq. 3), in [0, 1].
+        ``n_outside / n_inputs`` (Eq. 3), in [0, 1]; the headline number (lower is better:
+        fewer inputs stray from the group's typical activation count).
     """
+
+    higher_is_better: ClassVar[bool | None] = False
 
     label: Hashable
     n_inputs: int
@@ -82,25 +85,9 @@ class GroupPattern:
     n_outside: int
     value: float
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "active_counts", _readonly(self.active_counts))
-        object.__setattr__(self, "bin_counts", _readonly(self.bin_counts))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "label": _plain(self.label),
-            "n_inputs": self.n_inputs,
-            "active_counts": self.active_counts.tolist(),
-            "bin_counts": self.bin_counts.tolist(),
-            "largest_bin": self.largest_bin,
-            "largest_tied": self.largest_tied,
-            "n_outside": self.n_outside,
-            "value": self.value,
-        }
-
 
 @dataclass(frozen=True, eq=False)
-class ActivationPattern:
+class ActivationPattern(Result):
     """Activation-pattern metric (Sec. II-C) for every group, plus per-input details.
 
     Attributes
@@ -122,8 +109,10 @@ class ActivationPattern:
         (N,) True for inputs outside their group's largest bin and its neighbours (the
         inputs that deserve a look).
     value:
-        All groups together: ``outside.sum() / N``.
+        All groups together: ``outside.sum() / N`` (the headline number, lower is better).
     """
+
+    higher_is_better: ClassVar[bool | None] = False
 
     groups: tuple[GroupPattern, ...]
     gamma: int
@@ -136,8 +125,7 @@ class ActivationPattern:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "groups", tuple(self.groups))
-        for name in ("bin_edges", "n_active", "outside"):
-            object.__setattr__(self, name, _readonly(getattr(self, name)))
+        super().__post_init__()
 
     @property
     def labels(self) -> tuple[Hashable, ...]:
@@ -159,19 +147,6 @@ class ActivationPattern:
             if g.label == label:
                 return g
         raise KeyError(label)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict (per-input arrays included)."""
-        return {
-            "gamma": self.gamma,
-            "threshold": self.threshold,
-            "n_neurons": self.n_neurons,
-            "value": self.value,
-            "bin_edges": self.bin_edges.tolist(),
-            "groups": [g.to_dict() for g in self.groups],
-            "n_active": self.n_active.tolist(),
-            "outside": self.outside.tolist(),
-        }
 
 
 def _plain(v: Any) -> Any:

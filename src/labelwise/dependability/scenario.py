@@ -33,12 +33,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .._results import _readonly
+from .._contract import Result
 from .._validation import check_int
 from ..exceptions import DegenerateDataWarning, LabelwiseError, MissingDependencyError
 from ..io import read_json
@@ -67,7 +67,7 @@ SpecLike: TypeAlias = Mapping[str, Sequence[Any]] | str | os.PathLike[str] | Non
 
 
 @dataclass(frozen=True, eq=False)
-class ProjectionTable:
+class ProjectionTable(Result):
     """One k-subset's projection table: how many inputs fall in each cell.
 
     Attributes
@@ -82,7 +82,19 @@ class ProjectionTable:
         False for impossible cells (read-only, same shape).
     target:
         Inputs wanted per cell (1 for the plain metric).
+
+    The headline ``value`` is ``covered / total`` (0 without possible cells; higher is better).
+    ``to_dict`` adds ``occupied``, ``total``, ``n_impossible``, ``covered`` and ``missing``.
     """
+
+    higher_is_better: ClassVar[bool | None] = True
+    _json_properties: ClassVar[tuple[str, ...]] = (
+        "occupied",
+        "total",
+        "n_impossible",
+        "covered",
+        "missing",
+    )
 
     conditions: Subset
     values: tuple[tuple[Any, ...], ...]
@@ -99,8 +111,14 @@ class ProjectionTable:
                 f"counts and possible must have shape {shape}, got {counts.shape} and "
                 f"{possible.shape}"
             )
-        object.__setattr__(self, "counts", _readonly(counts))
-        object.__setattr__(self, "possible", _readonly(possible))
+        object.__setattr__(self, "counts", counts)
+        object.__setattr__(self, "possible", possible)
+        super().__post_init__()
+
+    @property
+    def value(self) -> float:
+        """``covered / total`` (0.0 when no cell is possible)."""
+        return self.covered / self.total if self.total else 0.0
 
     @property
     def occupied(self) -> int:
@@ -129,23 +147,9 @@ class ProjectionTable:
         short = np.argwhere((self.counts < self.target) & self.possible)
         return tuple(tuple(self.values[a][i] for a, i in enumerate(cell)) for cell in short)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "conditions": list(self.conditions),
-            "values": [[_plain(v) for v in vals] for vals in self.values],
-            "target": self.target,
-            "occupied": self.occupied,
-            "total": self.total,
-            "n_impossible": self.n_impossible,
-            "covered": self.covered,
-            "counts": self.counts.tolist(),
-            "possible": self.possible.tolist(),
-            "missing": [[_plain(v) for v in cell] for cell in self.missing],
-        }
-
 
 @dataclass(frozen=True, eq=False)
-class ScenarioCoverage:
+class ScenarioCoverage(Result):
     """k-projection scenario coverage of a table of operating conditions.
 
     Attributes
@@ -170,7 +174,14 @@ class ScenarioCoverage:
         True when ``targets`` were given.
     impossible:
         The impossible partial assignments, as given (validated).
+
+    ``value`` is the headline number (higher is better); ``to_dict`` adds ``n_occupied`` and
+    ``n_cells``.
     """
+
+    higher_is_better: ClassVar[bool | None] = True
+    _json_head: ClassVar[Mapping[str, Any]] = MappingProxyType({"metric": "scenario_coverage"})
+    _json_properties: ClassVar[tuple[str, ...]] = ("n_occupied", "n_cells")
 
     value: float
     k: int
@@ -191,6 +202,7 @@ class ScenarioCoverage:
         object.__setattr__(
             self, "impossible", tuple(MappingProxyType(dict(a)) for a in self.impossible)
         )
+        super().__post_init__()
 
     @property
     def subsets(self) -> tuple[Subset, ...]:
@@ -237,32 +249,17 @@ class ScenarioCoverage:
             f"got {list(conditions)}"
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict."""
-        return {
-            "metric": "scenario_coverage",
-            "value": self.value,
-            "k": self.k,
-            "n_occupied": self.n_occupied,
-            "n_cells": self.n_cells,
-            "n_rows": self.n_rows,
-            "n_distinct": self.n_distinct,
-            "spec_inferred": self.spec_inferred,
-            "quantitative": self.quantitative,
-            "conditions": list(self.conditions),
-            "spec": {c: [_plain(v) for v in vals] for c, vals in self.spec.items()},
-            "impossible": [{c: _plain(v) for c, v in a.items()} for a in self.impossible],
-            "tables": [t.to_dict() for t in self.tables],
-        }
-
 
 @dataclass(frozen=True)
-class ScenarioProposal:
+class ScenarioProposal(Result):
     """One proposed scenario: a value for every condition.
 
     ``gain`` is the number of k-projection cells it newly occupies, ``coverage`` the
-    (plain) coverage once it and all earlier proposals are added to the data.
+    (plain) coverage once it and all earlier proposals are added to the data, and the
+    headline ``value`` (higher is better).
     """
+
+    higher_is_better: ClassVar[bool | None] = True
 
     scenario: Mapping[str, Any]
     gain: int
@@ -270,23 +267,26 @@ class ScenarioProposal:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scenario", MappingProxyType(dict(self.scenario)))
+        super().__post_init__()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "scenario": {c: _plain(v) for c, v in self.scenario.items()},
-            "gain": self.gain,
-            "coverage": self.coverage,
-        }
+    @property
+    def value(self) -> float:
+        """``coverage``."""
+        return self.coverage
 
 
 @dataclass(frozen=True)
-class ScenarioProposals:
+class ScenarioProposals(Result):
     """Scenarios to collect next, best first (a sequence of :class:`ScenarioProposal`).
 
     ``exact`` is True when every full scenario was scored (each proposal is then the best
     possible given the earlier ones); False when the scenario space was too large and a
-    greedy construction with coordinate ascent was used instead.
+    greedy construction with coordinate ascent was used instead. The headline ``value`` is
+    ``coverage_after`` (higher is better).
     """
+
+    higher_is_better: ClassVar[bool | None] = True
+    _json_properties: ClassVar[tuple[str, ...]] = ("coverage_after",)
 
     proposals: tuple[ScenarioProposal, ...]
     coverage_before: float
@@ -307,15 +307,10 @@ class ScenarioProposals:
     def coverage_after(self) -> float:
         return self.proposals[-1].coverage if self.proposals else self.coverage_before
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "k": self.k,
-            "n_cells": self.n_cells,
-            "exact": self.exact,
-            "coverage_before": self.coverage_before,
-            "coverage_after": self.coverage_after,
-            "proposals": [p.to_dict() for p in self.proposals],
-        }
+    @property
+    def value(self) -> float:
+        """``coverage_after``."""
+        return self.coverage_after
 
 
 # --- public functions ---------------------------------------------------------------------

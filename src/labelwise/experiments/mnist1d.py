@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from labelwise._contract import _readonly
 from labelwise._deps import require
 from labelwise._validation import check_int
 from labelwise.exceptions import LabelwiseError
@@ -143,15 +144,12 @@ def _generate_mnist1d(
     std = x_train.std()
     if not std > 0:  # pragma: no cover - cannot happen with mnist1d's noise
         raise LabelwiseError("the generated training signals are constant")
-    out = (
-        ((x_train - mean) / std).astype(np.float32),
-        np.asarray(dataset["y"], dtype=np.int64).copy(),
-        ((x_op - mean) / std).astype(np.float32),
-        np.asarray(dataset["y_test"], dtype=np.int64).copy(),
+    return (  # read-only: the tuple is cached and shared by every caller
+        _readonly((x_train - mean) / std, np.float32),
+        _readonly(dataset["y"], np.int64),
+        _readonly((x_op - mean) / std, np.float32),
+        _readonly(dataset["y_test"], np.int64),
     )
-    for arr in out:
-        arr.flags.writeable = False
-    return out
 
 
 # -------------------------------------------------------------------------------- torch

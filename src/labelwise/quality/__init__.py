@@ -18,6 +18,7 @@ from __future__ import annotations
 from .adequacy import (
     DEFAULT_KMNC_SECTIONS,
     ActivationProfile,
+    ActivationStatistics,
     AdequacyCoverage,
     KMultisectionCoverage,
     NeuronBoundaryCoverage,
@@ -58,6 +59,7 @@ __all__ = [
     "LSA",
     "MDSA",
     "ActivationProfile",
+    "ActivationStatistics",
     "AdequacyCoverage",
     "BoundaryConditioning",
     "CentroidPositioning",

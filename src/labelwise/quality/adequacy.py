@@ -35,9 +35,12 @@ no test value ties a boundary.
 
 All computations are in float64. Coverage is monotone in the inputs, so every accumulator keeps
 only a boolean "covered" table: ``update(batch)`` ORs a batch in, ``merge(other)`` ORs another
-accumulator's table in (exact for chunked or distributed runs), ``result()`` counts. The profile
-keeps per-neuron count, min, max, mean and sum of squared deviations, merged exactly (min/max)
-or with Chan et al.'s pairwise update (mean/variance).
+accumulator's table in (exact for chunked or distributed runs), ``reset()`` empties it and
+``result()`` counts (the :class:`labelwise._accumulate.Accumulator` protocol). NC's table is
+the k = 1 state of :class:`labelwise.dependability.NeuronKCoverage`, the one neuron-coverage
+core. The profile keeps per-neuron count, min, max, mean and sum of squared deviations, merged
+exactly (min/max) or with Chan et al.'s pairwise update (mean/variance); its ``result()`` is an
+:class:`ActivationStatistics`.
 """
 
 from __future__ import annotations
@@ -47,18 +50,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from math import isfinite, prod
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._results import _readonly
+from .._contract import Result, _readonly
 from .._validation import check_finite_array, check_int
+from ..dependability.neuron import NeuronKCoverage
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 
 __all__ = [
     "DEFAULT_KMNC_SECTIONS",
     "ActivationProfile",
+    "ActivationStatistics",
     "AdequacyCoverage",
     "KMultisectionCoverage",
     "NeuronBoundaryCoverage",
@@ -81,8 +86,10 @@ Layers = ArrayLike | Sequence[ArrayLike]
 
 
 @dataclass(frozen=True)
-class AdequacyCoverage:
+class AdequacyCoverage(Result):
     """Coverage of a test set under one adequacy criterion.
+
+    The headline ``value`` is the covered share of the cells (higher is better).
 
     Attributes
     ----------
@@ -106,6 +113,8 @@ class AdequacyCoverage:
         NBC only: lower and upper corner regions covered (their sum is ``covered``).
     """
 
+    higher_is_better: ClassVar[bool | None] = True
+
     value: float
     covered: int
     total: int
@@ -126,21 +135,39 @@ class AdequacyCoverage:
             for c, t in zip(self.covered_by_layer, self.total_by_layer, strict=True)
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict."""
-        return {
-            "metric": self.metric,
-            "value": self.value,
-            "covered": self.covered,
-            "total": self.total,
-            "n_inputs": self.n_inputs,
-            "n_neurons": self.n_neurons,
-            "covered_by_layer": list(self.covered_by_layer),
-            "total_by_layer": list(self.total_by_layer),
-            "params": dict(self.params),
-            "covered_lower": self.covered_lower,
-            "covered_upper": self.covered_upper,
-        }
+
+@dataclass(frozen=True, eq=False)
+class ActivationStatistics(Result):
+    """Per-neuron statistics of the training activations (an :class:`ActivationProfile`'s
+    ``result()``; arrays are read-only, NaN where no input was seen).
+
+    Attributes
+    ----------
+    min, max, mean, std:
+        (c,) per-neuron minimum, maximum, mean and population standard deviation (ddof=0).
+    n_inputs:
+        Training inputs seen.
+    layer_widths:
+        Neurons per layer (empty before the first batch).
+
+    ``value`` is None: the profile defines the cells of KMNC, NBC and SNAC, it measures nothing.
+    """
+
+    value_missing_reason: ClassVar[str] = (
+        "per-neuron training statistics define coverage cells; they have no headline number"
+    )
+
+    min: NDArray[np.float64]
+    max: NDArray[np.float64]
+    mean: NDArray[np.float64]
+    std: NDArray[np.float64]
+    n_inputs: int
+    layer_widths: tuple[int, ...]
+
+    @property
+    def value(self) -> None:
+        """None (see the class docstring)."""
+        return None
 
 
 # --------------------------------------------------------------------------- input checks
@@ -321,6 +348,20 @@ class ActivationProfile:
         self._fold(other.n_inputs, other._min, other._max, other._mean, other._m2)
         return self
 
+    def reset(self) -> ActivationProfile:
+        """Forget all inputs (the layer widths stay)."""
+        self.n_inputs = 0
+        self._min = self._max = self._mean = self._m2 = None
+        return self
+
+    def result(self) -> ActivationStatistics:
+        """The statistics so far (NaN arrays of width c before any input)."""
+        widths = self.layer_widths or ()
+        if self.n_inputs == 0:
+            nan = np.full(sum(widths), np.nan)
+            return ActivationStatistics(nan, nan, nan, nan, 0, widths)
+        return ActivationStatistics(self.min, self.max, self.mean, self.std, self.n_inputs, widths)
+
     def _require(self) -> None:
         if self.n_inputs == 0:
             raise LabelwiseError(
@@ -384,6 +425,22 @@ class _Coverage:
         assert self.layer_widths is not None
         self._covered = np.zeros((sum(self.layer_widths), self.cells_per_neuron), dtype=bool)
 
+    def _table(self) -> NDArray[np.bool_]:
+        """The (c, cells_per_neuron) covered table."""
+        assert self._covered is not None
+        return self._covered
+
+    def _merge_table(self, other: Any) -> None:
+        assert self._covered is not None and other._covered is not None
+        self._covered |= other._covered
+
+    def reset(self) -> Any:
+        """Forget all inputs (the setup and the layer widths stay)."""
+        if self.layer_widths is not None:
+            self._allocate()
+        self.n_inputs = 0
+        return self
+
     def _params(self) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -432,19 +489,19 @@ class _Coverage:
                     f"can only merge accumulators with the same layer widths, got "
                     f"{self.layer_widths} and {other.layer_widths}"
                 )
-            assert self._covered is not None and other._covered is not None
-            self._covered |= other._covered
+            self._merge_table(other)
         self.n_inputs += other.n_inputs
         return self
 
     def result(self) -> AdequacyCoverage:
         """The coverage of every input seen so far."""
-        if self.layer_widths is None or self._covered is None:
+        if self.layer_widths is None:
             raise LabelwiseError(
                 f"{type(self).__name__} has no layer widths yet: update it with activations "
                 "(or pass layer_widths) before asking for a result"
             )
-        per_neuron = self._covered.sum(axis=1)
+        table = self._table()
+        per_neuron = table.sum(axis=1)
         bounds = np.cumsum((0, *self.layer_widths))
         by_layer = tuple(int(per_neuron[a:b].sum()) for a, b in pairwise(bounds.tolist()))
         total_by_layer = tuple(w * self.cells_per_neuron for w in self.layer_widths)
@@ -452,8 +509,8 @@ class _Coverage:
         extra: dict[str, Any] = {}
         if self.metric == "nbc":
             extra = {
-                "covered_lower": int(self._covered[:, 0].sum()),
-                "covered_upper": int(self._covered[:, 1].sum()),
+                "covered_lower": int(table[:, 0].sum()),
+                "covered_upper": int(table[:, 1].sum()),
             }
         return AdequacyCoverage(
             value=covered / total if self.n_inputs else 0.0,
@@ -472,7 +529,9 @@ class _Coverage:
 class NeuronCoverage(_Coverage):
     """Mergeable neuron coverage NC: share of neurons with ``a > threshold`` for some input.
 
-    ``layer_widths`` is taken from the first batch when not given.
+    ``layer_widths`` is taken from the first batch when not given. The counting is done by
+    :class:`labelwise.dependability.NeuronKCoverage` with k = 1 (one neuron-coverage core):
+    NC is the "on" half of its 1-activation cells.
     """
 
     metric = "nc"
@@ -481,14 +540,27 @@ class NeuronCoverage(_Coverage):
         self, threshold: float = 0.0, *, layer_widths: int | Sequence[int] | None = None
     ) -> None:
         self.threshold = _check_real(threshold, "threshold")
+        self._core: NeuronKCoverage | None = None
         super().__init__(_check_layer_widths(layer_widths))
+
+    def _allocate(self) -> None:
+        assert self.layer_widths is not None
+        self._core = NeuronKCoverage(sum(self.layer_widths), k=1, threshold=self.threshold)
+
+    def _table(self) -> NDArray[np.bool_]:
+        assert self._core is not None
+        return self._core.ever_on_mask()[:, None]
+
+    def _merge_table(self, other: Any) -> None:
+        assert self._core is not None and other._core is not None
+        self._core.merge(other._core)
 
     def _params(self) -> dict[str, Any]:
         return {"threshold": self.threshold}
 
     def _mark(self, layers: list[NDArray[np.float64]], x: NDArray[np.float64]) -> None:
-        assert self._covered is not None
-        self._covered[:, 0] |= (x > self.threshold).any(axis=0)
+        assert self._core is not None
+        self._core.update(x)
 
 
 class TopKNeuronCoverage(_Coverage):

@@ -20,13 +20,15 @@ from __future__ import annotations
 import importlib
 import math
 import warnings
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._results import _readonly
+from .._contract import JSON_OMIT, Result, _readonly
 from .._validation import check_band, check_finite_array, check_int, check_rng
 from ..exceptions import DegenerateDataWarning, LabelwiseError, MissingDependencyError
 
@@ -67,7 +69,7 @@ def _freeze(obj: Any, names: tuple[str, ...]) -> None:
 
 
 @dataclass(frozen=True, eq=False)
-class EquivalencePartitioning:
+class EquivalencePartitioning(Result):
     """How evenly the test inputs are spread over the classes (arrays are read-only).
 
     Attributes
@@ -86,29 +88,23 @@ class EquivalencePartitioning:
         this is the coefficient of variation of the class counts; 0 is ideal.
     """
 
+    higher_is_better: ClassVar[bool | None] = False
+    _json_head = MappingProxyType({"metric": "equivalence_partitioning"})
+
     scores: NDArray[np.float64]
     counts: NDArray[np.int64]
     n_inputs: int
     n_classes: int
     imbalance: float
 
-    def __post_init__(self) -> None:
-        _freeze(self, ("scores", "counts"))
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict."""
-        return {
-            "metric": "equivalence_partitioning",
-            "scores": _jsonable_list(self.scores),
-            "counts": self.counts.tolist(),
-            "n_inputs": self.n_inputs,
-            "n_classes": self.n_classes,
-            "imbalance": self.imbalance,
-        }
+    @property
+    def value(self) -> float:
+        """The headline number: ``imbalance`` (0 is ideal, lower is better)."""
+        return self.imbalance
 
 
 @dataclass(frozen=True, eq=False)
-class CentroidPositioning:
+class CentroidPositioning(Result):
     """Share of each class's test inputs in its centroid region (arrays are read-only).
 
     Attributes
@@ -134,38 +130,33 @@ class CentroidPositioning:
     radius:
         The radius threshold.
     overall:
-        Overall summary: the share of all test inputs within the radius of their centroid.
+        Overall summary: the share of all test inputs within the radius of their centroid;
+        also the headline ``value``.
+
+    ``to_dict`` leaves out the per-input ``distances`` and the ``centroids``.
     """
+
+    higher_is_better: ClassVar[bool | None] = None
+    _json_head: ClassVar[Mapping[str, Any]] = MappingProxyType({"metric": "centroid_positioning"})
 
     classes: NDArray[np.int64]
     shares: NDArray[np.float64]
     counts: NDArray[np.int64]
     n_test: NDArray[np.int64]
-    centroids: NDArray[np.float64]
+    centroids: NDArray[np.float64] = field(metadata=JSON_OMIT)
     scales: NDArray[np.float64]
-    distances: NDArray[np.float64]
+    distances: NDArray[np.float64] = field(metadata=JSON_OMIT)
     radius: float
     overall: float
 
-    def __post_init__(self) -> None:
-        _freeze(self, ("classes", "shares", "counts", "n_test", "centroids", "scales", "distances"))
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict (per-input distances and centroids are left out)."""
-        return {
-            "metric": "centroid_positioning",
-            "classes": self.classes.tolist(),
-            "shares": _jsonable_list(self.shares),
-            "counts": self.counts.tolist(),
-            "n_test": self.n_test.tolist(),
-            "scales": self.scales.tolist(),
-            "radius": self.radius,
-            "overall": self.overall,
-        }
+    @property
+    def value(self) -> float:
+        """The headline number: ``overall`` (whether more is better depends on the purpose)."""
+        return self.overall
 
 
 @dataclass(frozen=True, eq=False)
-class BoundaryConditioning:
+class BoundaryConditioning(Result):
     """Share of each class's test inputs with a weak confidence (arrays are read-only).
 
     Attributes
@@ -182,35 +173,31 @@ class BoundaryConditioning:
     lo, hi:
         The confidence band.
     overall:
-        Overall summary: the share of all inputs whose confidence lies in the band.
+        Overall summary: the share of all inputs whose confidence lies in the band; also the
+        headline ``value``.
+
+    ``to_dict`` leaves out the per-input ``in_band`` mask.
     """
+
+    higher_is_better: ClassVar[bool | None] = None
+    _json_head: ClassVar[Mapping[str, Any]] = MappingProxyType({"metric": "boundary_conditioning"})
 
     shares: NDArray[np.float64]
     counts: NDArray[np.int64]
     n_inputs: NDArray[np.int64]
-    in_band: NDArray[np.bool_]
+    in_band: NDArray[np.bool_] = field(metadata=JSON_OMIT)
     lo: float
     hi: float
     overall: float
 
-    def __post_init__(self) -> None:
-        _freeze(self, ("shares", "counts", "n_inputs", "in_band"))
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict (the per-input mask is left out)."""
-        return {
-            "metric": "boundary_conditioning",
-            "shares": _jsonable_list(self.shares),
-            "counts": self.counts.tolist(),
-            "n_inputs": self.n_inputs.tolist(),
-            "lo": self.lo,
-            "hi": self.hi,
-            "overall": self.overall,
-        }
+    @property
+    def value(self) -> float:
+        """The headline number: ``overall`` (whether more is better depends on the purpose)."""
+        return self.overall
 
 
 @dataclass(frozen=True, eq=False)
-class PairwiseBoundaryConditioning:
+class PairwiseBoundaryConditioning(Result):
     """Boundary conditioning for every ordered pair of classes (arrays are read-only).
 
     Attributes
@@ -234,6 +221,9 @@ class PairwiseBoundaryConditioning:
         input; 1 means every boundary was tested from both sides.
     """
 
+    higher_is_better: ClassVar[bool | None] = True
+    _json_head = MappingProxyType({"metric": "pairwise_boundary_conditioning"})
+
     shares: NDArray[np.float64]
     counts: NDArray[np.int64]
     n_inputs: NDArray[np.int64]
@@ -242,21 +232,10 @@ class PairwiseBoundaryConditioning:
     overall: float
     pair_coverage: float
 
-    def __post_init__(self) -> None:
-        _freeze(self, ("shares", "counts", "n_inputs"))
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict."""
-        return {
-            "metric": "pairwise_boundary_conditioning",
-            "shares": _jsonable_list(self.shares),
-            "counts": self.counts.tolist(),
-            "n_inputs": self.n_inputs.tolist(),
-            "lo": self.lo,
-            "hi": self.hi,
-            "overall": self.overall,
-            "pair_coverage": self.pair_coverage,
-        }
+    @property
+    def value(self) -> float:
+        """The headline number: ``pair_coverage`` (higher is better)."""
+        return self.pair_coverage
 
 
 @dataclass(frozen=True, eq=False)

@@ -32,12 +32,12 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._results import _readonly
+from .._contract import Result, _readonly
 from .._validation import check_band, check_finite_array, check_int, check_rng
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 
@@ -104,7 +104,7 @@ def linear_head(weights: ArrayLike, bias: ArrayLike) -> LinearHead:
 
 
 @dataclass(frozen=True, eq=False)
-class GeneratedSet:
+class GeneratedSet(Result):
     """Generated test points and the head's verdict on them.
 
     Attributes
@@ -129,10 +129,12 @@ class GeneratedSet:
         The head's predicted class and top class probability per point.
     accuracy, accuracy_centroid, accuracy_boundary:
         Share of points predicted as their source class, overall and per kind (None when that
-        kind has no points).
+        kind has no points); ``accuracy`` is the headline ``value`` (higher is better).
     params:
         The generation parameters, as passed.
     """
+
+    higher_is_better: ClassVar[bool | None] = True
 
     points: NDArray[np.float64]
     source: NDArray[np.int64]
@@ -152,6 +154,11 @@ class GeneratedSet:
         return int(self.points.shape[0])
 
     @property
+    def value(self) -> float:
+        """``accuracy``."""
+        return self.accuracy
+
+    @property
     def n_centroid(self) -> int:
         return int(np.count_nonzero(self.kind == "centroid"))
 
@@ -166,7 +173,7 @@ class GeneratedSet:
 
 
 @dataclass(frozen=True, eq=False)
-class GenerationTable:
+class GenerationTable(Result):
     """The head's accuracy on generated sets, laid out like the paper's Table 2.
 
     ``accuracy[i, j]`` is the mean accuracy in percent (over ``repeats`` generated sets) for
@@ -174,7 +181,11 @@ class GenerationTable:
     deviation over the repeats (0 when ``repeats == 1``); ``n_unreached[i, j]`` counts boundary
     points that missed the band, summed over repeats. ``test_accuracy`` is the head's accuracy
     in percent on the original test features (Table 2's "Accuracy" column).
+
+    ``value`` is None: the table has one accuracy per size and split.
     """
+
+    value_missing_reason: ClassVar[str] = "one accuracy per size and split (see accuracy)"
 
     sizes: tuple[int, ...]
     splits: tuple[tuple[int, int], ...]
@@ -185,6 +196,11 @@ class GenerationTable:
     repeats: int
     lo: float
     hi: float
+
+    @property
+    def value(self) -> None:
+        """None (see the class docstring)."""
+        return None
 
     def format_table(self, *, dataset: str | None = None, model: str | None = None) -> str:
         """Rows per size: [Dataset] [Model] Accuracy #samples, then one column per split."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -38,6 +38,7 @@ from scipy import linalg
 from scipy.spatial.distance import cdist
 from scipy.special import logsumexp
 
+from .._contract import Result
 from .._validation import check_int, check_numeric_array, raise_if_nonfinite
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 
@@ -461,7 +462,7 @@ class MDSA(_SurpriseAdequacy):
 
 
 @dataclass(frozen=True, eq=False)
-class SurpriseCoverage:
+class SurpriseCoverage(Result):
     """Surprise coverage: the share of buckets of ``[0, upper]`` that some input falls into.
 
     Attributes
@@ -480,22 +481,14 @@ class SurpriseCoverage:
         (n_buckets,) inputs per bucket (int64, read-only); counts of chunks add up.
     """
 
+    higher_is_better: ClassVar[bool | None] = True
+
     value: float
     n_covered: int
     n_buckets: int
     upper: float
     overflow_bucket: bool
     counts: NDArray[np.int64]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "value": self.value,
-            "n_covered": self.n_covered,
-            "n_buckets": self.n_buckets,
-            "upper": self.upper,
-            "overflow_bucket": self.overflow_bucket,
-            "counts": self.counts.tolist(),
-        }
 
 
 def surprise_coverage(
@@ -532,7 +525,6 @@ def surprise_coverage(
     bucket = np.searchsorted(thresholds, arr, side="right") - 1
     inside = (bucket >= 0) & (bucket < n_buckets)
     counts = np.bincount(bucket[inside], minlength=n_buckets).astype(np.int64)
-    counts.setflags(write=False)
     n_covered = int(np.count_nonzero(counts))
     return SurpriseCoverage(
         value=n_covered / n_buckets,
