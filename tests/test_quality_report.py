@@ -36,10 +36,14 @@ def test_report_on_separated_classes(tmp_path: Path) -> None:
     assert rep.overall["boundary_share"] < 0.05
     assert rep.overall["shift_jsd"] < 0.3
     assert set(rep.adequacy) == {"NC", "KMNC(k=100)", "NBC", "SNAC", "TKNC(k=1)"}
-    assert "shift JSD" in rep.table()
+    assert "shift JSD" in rep.table() and "MMD2" in rep.table()
+    assert rep.overall["shift_p"] > 0.05 and not rep.overall["shift_flag"]
+    assert rep.overall["shift_classes"] == 0 and "mmd_shift" in rep.details
     assert plot_quality(rep, tmp_path / "q.png") is not None
     shifted = quality_report(xtr, ytr, *blobs(200, 2, shift=8.0), probs_of(blobs(200, 2, 8.0)[0]))
     assert shifted.overall["shift_jsd"] > 0.9 and shifted.overall["centroid_share"] < 0.05
+    assert shifted.overall["shift_flag"] and shifted.overall["shift_classes"] == 2
+    assert all(r["shift_flag"] and r["shift_p"] < 0.01 for r in shifted.rows)
 
 
 def test_quality_command_from_features(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -84,11 +88,18 @@ def test_quality_study_on_digits() -> None:
     )
 
     logs: list[str] = []
-    rows = run_quality_study(sizes=(50,), contexts=[_digits("none")], log=logs.append)
-    (row,) = rows
+    rows = run_quality_study(
+        sizes=(50,), contexts=[_digits("none"), _digits("patch")], log=logs.append
+    )
+    row, patch = rows
     assert row.dataset == "digits" and 0.9 < row.accuracy <= 1.0
     table = format_quality_table(rows)
-    assert "Centr" in table and "KMNC" in table
+    assert "Centr" in table and "KMNC" in table and "MMD2" in table
+    # the MMD test tells the clean test set from the patch-occluded one (the JSD cannot)
+    clean, shifted = row.report.overall, patch.report.overall
+    assert clean["shift_p"] > 0.05 and clean["shift_classes"] == 0
+    assert shifted["shift_p"] < 0.01 and shifted["shift_classes"] >= 3
+    assert shifted["shift_mmd2"] > 10 * abs(clean["shift_mmd2"])
     acc = np.asarray(row.generation.accuracy)
     assert acc.shape == (1, 5)
     # more centroid points, higher accuracy: the 100-0 split beats the 0-100 split

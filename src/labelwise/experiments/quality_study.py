@@ -104,7 +104,8 @@ def format_quality_table(rows: Sequence[QualityStudyRow]) -> str:
     adequacy = list(rows[0].report.adequacy) if rows else []
     head = (
         f"  {'Dataset':<16}{'Model':<13}{'Acc':>6}{'EP-sd':>7}{'Centr':>7}{'Bound':>7}"
-        f"{'Pairs':>7}{'JSD':>7}" + "".join(f"{a:>13}" for a in adequacy)
+        f"{'Pairs':>7}{'JSD':>7}{'MMD2':>8}{'p':>7}{'shifted':>9}"
+        + "".join(f"{a:>13}" for a in adequacy)
     )
     lines = [head]
     for r in rows:
@@ -112,11 +113,16 @@ def format_quality_table(rows: Sequence[QualityStudyRow]) -> str:
         lines.append(
             f"  {r.dataset:<16}{r.model:<13}{r.accuracy:>6.3f}{o['imbalance']:>7.3f}"
             f"{o['centroid_share']:>7.3f}{o['boundary_share']:>7.3f}{o['pair_coverage']:>7.3f}"
-            f"{o['shift_jsd']:>7.3f}" + "".join(f"{r.report.adequacy[a]:>13.3f}" for a in adequacy)
+            f"{o['shift_jsd']:>7.3f}{o['shift_mmd2']:>8.4f}{o['shift_p']:>7.3f}"
+            f"{o['shift_classes']:>6}/{len(r.report.rows):<2}"
+            + "".join(f"{r.report.adequacy[a]:>13.3f}" for a in adequacy)
         )
     lines.append(
         "  EP-sd: spread of n_c C / N (0 ideal); Centr: share within the class's median "
         "training distance of its centroid; Bound: share with confidence in the band; Pairs: "
-        "class pairs with a boundary input; JSD: train-test covariate shift (bits)"
+        "class pairs with a boundary input; JSD: train-test covariate shift (bits)\n"
+        "  MMD2: kernel MMD² of train vs test features per class, weighted by class size; p: its "
+        "permutation p-value (within-class permutations); shifted: classes with Holm-adjusted "
+        "p <= 0.05"
     )
     return "\n".join(lines)

@@ -4,6 +4,9 @@
   boundary conditioning (and pair-wise), covariate shift (Sections 4.1-4.3 of the dataset
   characterisation paper; its formulas are lost in our text, so each docstring states the
   definition used).
+- :mod:`~labelwise.quality.shift` -- covariate shift as a kernel MMD two-sample test with a
+  permutation p-value, per class and overall (it separates clean from shifted test sets,
+  which the JSD cannot).
 - :mod:`~labelwise.quality.generation` -- guided generation of extra test points toward class
   centroids or class boundaries (Algorithm 1, Table 2).
 - :mod:`~labelwise.quality.adequacy` -- neuron coverage, KMNC, NBC, SNAC, TKNC (DeepGauge),
@@ -51,6 +54,7 @@ from .generation import (
     generation_table,
     linear_head,
 )
+from .shift import MMDShift, MMDTest, mmd_shift, mmd_test
 from .surprise import DSA, LSA, MDSA, SurpriseCoverage, surprise_coverage
 
 __all__ = [
@@ -69,6 +73,8 @@ __all__ = [
     "GenerationTable",
     "KMultisectionCoverage",
     "LinearHead",
+    "MMDShift",
+    "MMDTest",
     "NeuronBoundaryCoverage",
     "NeuronCoverage",
     "PairwiseBoundaryConditioning",
@@ -83,6 +89,8 @@ __all__ = [
     "generation_table",
     "kmnc",
     "linear_head",
+    "mmd_shift",
+    "mmd_test",
     "nbc",
     "neuron_coverage",
     "pairwise_boundary_conditioning",

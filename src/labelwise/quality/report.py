@@ -26,6 +26,7 @@ from .feature_space import (
     equivalence_partitioning,
     pairwise_boundary_conditioning,
 )
+from .shift import mmd_shift
 
 __all__ = ["QualityReport", "plot_quality", "quality_report"]
 
@@ -34,7 +35,7 @@ __all__ = ["QualityReport", "plot_quality", "quality_report"]
 class QualityReport:
     classes: NDArray[np.int64]
     rows: list[dict[str, Any]]
-    overall: dict[str, float]
+    overall: dict[str, Any]
     adequacy: dict[str, float]
     details: dict[str, Any] = field(default_factory=dict)
     distances: NDArray[np.float64] | None = None
@@ -44,22 +45,30 @@ class QualityReport:
     def table(self) -> str:
         head = (
             f"  {'class':>5} {'n':>6} {'EP':>7} {'centroid':>9} {'boundary':>9} {'shift JSD':>10}"
+            f" {'MMD2':>8} {'p':>6}"
         )
         lines = [head]
         for r in self.rows:
             lines.append(
                 f"  {r['class']:>5} {r['n_test']:>6} {r['equivalence']:>7.3f} "
                 f"{r['centroid_share']:>9.3f} {r['boundary_share']:>9.3f} {r['shift_jsd']:>10.3f}"
+                f" {r['shift_mmd2']:>8.4f} {r['shift_p']:>6.3f}{'*' if r['shift_flag'] else ''}"
             )
         o = self.overall
         lines.append(
             f"  {'all':>5} {int(o['n_test']):>6} {o['imbalance']:>7.3f} "
             f"{o['centroid_share']:>9.3f} {o['boundary_share']:>9.3f} {o['shift_jsd']:>10.3f}"
+            f" {o['shift_mmd2']:>8.4f} {o['shift_p']:>6.3f}{'*' if o['shift_flag'] else ''}"
         )
         lines.append(
             "  EP: n_c C / N (ideal 1; 'all' row: their spread); centroid: share within the "
             "radius; boundary: share with confidence in the band; shift: Jensen-Shannon "
-            "divergence (bits)"
+            "divergence (bits, no null: near 1 even on clean data)"
+        )
+        lines.append(
+            "  MMD2: kernel MMD² train vs test features, p: its permutation p-value (per class; "
+            "'all': within-class permutations); * = shifted at level "
+            f"{self.overall.get('shift_level', 0.05):g} (per class Holm-adjusted)"
         )
         lines.append(
             f"  pair-wise boundary coverage {o['pair_coverage']:.3f}; "
@@ -87,9 +96,16 @@ def quality_report(
     lo: float = 0.0,
     hi: float = 0.6,
     kmnc_sections: int = 100,
+    shift_level: float = 0.05,
     rng: Any = 0,
 ) -> QualityReport:
-    """Per-class quality of a test set, with the classic adequacy metrics for comparison."""
+    """Per-class quality of a test set, with the classic adequacy metrics for comparison.
+
+    Covariate shift is reported twice: the paper's Jensen-Shannon divergence
+    (:func:`~labelwise.quality.feature_space.covariate_shift`) and the kernel MMD two-sample
+    test (:func:`~labelwise.quality.shift.mmd_shift`, level ``shift_level``), whose p-value
+    separates clean from shifted test sets.
+    """
     n_classes = int(np.asarray(test_probabilities).shape[1])
     ep = equivalence_partitioning(test_labels, n_classes)
     cp = centroid_positioning(
@@ -102,8 +118,12 @@ def quality_report(
         cs = covariate_shift(train_features, train_labels, test_features, test_labels, rng=rng)
     for w in dict.fromkeys(str(w.message) for w in caught):
         warnings.warn(w, DegenerateDataWarning, stacklevel=2)
+    ms = mmd_shift(
+        train_features, train_labels, test_features, test_labels, level=shift_level, rng=rng
+    )
     shares = dict(zip(cp.classes.tolist(), cp.shares.tolist(), strict=True))
     jsd = dict(zip(cs.classes.tolist(), cs.divergence.tolist(), strict=True))
+    mmd = {int(c): j for j, c in enumerate(ms.classes)}
     y = np.asarray(test_labels).astype(np.int64)
     rows = []
     for c in np.unique(y):
@@ -116,6 +136,9 @@ def quality_report(
                 "centroid_share": float(shares.get(c, np.nan)),
                 "boundary_share": float(bc.shares[c]),
                 "shift_jsd": float(jsd.get(c, np.nan)),
+                "shift_mmd2": float(ms.statistic[mmd[c]]) if c in mmd else np.nan,
+                "shift_p": float(ms.p_value[mmd[c]]) if c in mmd else np.nan,
+                "shift_flag": bool(ms.shifted[mmd[c]]) if c in mmd else False,
             }
         )
     profile = ActivationProfile.from_activations(np.asarray(train_features, dtype=np.float64))
@@ -138,6 +161,11 @@ def quality_report(
         "shift_jsd": float(np.nanmean(cs.divergence))
         if np.isfinite(cs.divergence).any()
         else np.nan,
+        "shift_mmd2": ms.overall_statistic,
+        "shift_p": ms.overall_p,
+        "shift_flag": ms.overall_shifted,
+        "shift_classes": int(ms.shifted.sum()),
+        "shift_level": ms.level,
     }
     probs = np.asarray(test_probabilities, dtype=np.float64)
     return QualityReport(
@@ -151,6 +179,7 @@ def quality_report(
             "boundary_conditioning": bc.to_dict(),
             "pairwise_boundary_conditioning": pbc.to_dict(),
             "covariate_shift": cs.to_dict(),
+            "mmd_shift": ms.to_dict(),
         },
         distances=np.asarray(cp.distances),
         confidences=probs.max(axis=1),
