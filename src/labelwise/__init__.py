@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._results import Estimate, Ranking, Selection
+from .campaign import Campaign
 from .estimation import (
     ces_estimate,
     cliffs_delta,
@@ -38,6 +39,7 @@ from .sampling import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "Campaign",
     "DegenerateDataWarning",
     "Estimate",
     "LabelwiseError",

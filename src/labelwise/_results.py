@@ -121,6 +121,8 @@ class Estimate:
 
     ``value`` is the model's accuracy (classification) or 1-MSE (regression) on the whole pile,
     estimated from ``n_labelled`` labels; ``[ci_low, ci_high]`` is a ``confidence`` interval.
+    ``effective_sample_size`` (designed campaigns only): how many simple-random-sample labels
+    these labels are worth, n * Var_SRS / Var_design, both estimated from the labels.
     """
 
     value: float
@@ -134,6 +136,7 @@ class Estimate:
     interval: str = ""
     population_size: int | None = None
     notes: tuple[str, ...] = ()
+    effective_sample_size: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -148,6 +151,7 @@ class Estimate:
             "interval": self.interval,
             "population_size": self.population_size,
             "notes": list(self.notes),
+            "effective_sample_size": self.effective_sample_size,
         }
 
 
