@@ -47,7 +47,8 @@ def build_strata(
     the ``n_strata - n_low`` largest, are merged into one "other classes" stratum.
 
     Regression: quantile bins of the rows' ``dist``, the distance from the activations' centre
-    (in units of each neuron's spread, :func:`._features.outlyingness`): outlying activations are where a shifted model errs most.
+    (in units of each neuron's spread, :func:`._features.outlyingness`): outlying
+    activations are where a shifted model errs most.
 
     Groups (for pooling variances, see :func:`._estimators.shrunk_variances`): 0 for the
     low-confidence strata, 1 for the predicted-class strata; one group for regression.
@@ -63,7 +64,7 @@ def build_strata(
     conf = probabilities.max(axis=1).astype(np.float64)
     pred = probabilities.argmax(axis=1).astype(np.int64)
     order_conf = np.argsort(conf, kind="stable")
-    n_lo = int(round(low_fraction * n)) if n_low > 0 else 0
+    n_lo = round(low_fraction * n) if n_low > 0 else 0
     ids = np.empty(n, dtype=np.int64)
     low = order_conf[:n_lo]
     high = order_conf[n_lo:]

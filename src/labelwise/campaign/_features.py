@@ -36,7 +36,7 @@ def _top_components(
     sub = np.sort(gen.choice(n, size=min(n, 20000), replace=False))
     a = np.asarray(activations[sub], dtype=np.float64)
     a -= a.mean(axis=0)
-    vals, vecs = np.linalg.eigh(a.T @ a)
+    _vals, vecs = np.linalg.eigh(a.T @ a)
     return vecs[:, ::-1][:, :k]
 
 

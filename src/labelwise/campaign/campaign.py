@@ -138,10 +138,10 @@ class Campaign:
                 self._dist, probs, n_strata=self.n_strata, min_size=self.min_stratum_size
             )
         self._sizes = np.bincount(self._strata).astype(np.int64)
-        keys = key_gen.random(n)
+        keys = np.asarray(key_gen.random(size=n), dtype=np.float64)
         self._order = np.lexsort((keys, self._strata))
-        self._starts = np.concatenate([[0], np.cumsum(self._sizes)[:-1]])
-        self._folds = key_gen.integers(_N_FOLDS, size=n)
+        self._starts: NDArray[np.int64] = np.concatenate([[0], np.cumsum(self._sizes)[:-1]])
+        self._folds = np.asarray(key_gen.integers(_N_FOLDS, size=n), dtype=np.int64)
         self._features: NDArray[np.float64] | None = None
         if self.method in ("model-assisted", "active"):
             self._features = surrogate_features(
@@ -228,7 +228,7 @@ class Campaign:
         S_h² = min(1/4, r_{g,-h} v_h) for 0/1 scores (r_{g,-h} v_h for regression): v_h is the
         prior variance (the model's mean error e_h (1 - e_h) in the stratum; 1 for regression)
         and r_{g,-h} calibrates it with the labels of the *other* strata of h's group,
-            r_{g,-h} = (Σ_{k∈g, k≠h} (n_k - 1) s_k² + ν₀ v̄_g) / (Σ_{k∈g, k≠h} (n_k - 1) v_k + ν₀ v̄_g),
+            r_{g,-h} = (Σ_{k∈g,k≠h} (n_k-1) s_k² + ν₀ v̄_g) / (Σ_{k∈g,k≠h} (n_k-1) v_k + ν₀ v̄_g),
         shrunk toward 1 with ν₀ prior degrees of freedom (v̄_g the group's mean prior). Leaving
         the stratum's own labels out keeps its sample size independent of its sample, so its
         mean stays unbiased under the sequential allocation (with the stratum's own labels,
@@ -618,7 +618,9 @@ class Campaign:
             self._active_gen.bit_generator.state = d["active_rng"]
             return self
         except (KeyError, TypeError) as exc:
-            raise LabelwiseError(f"campaign state is missing or has a malformed field: {exc}")
+            raise LabelwiseError(
+                f"campaign state is missing or has a malformed field: {exc}"
+            ) from None
 
     def save(self, directory: str | os.PathLike[str]) -> None:
         """Write ``campaign.json`` (atomically) into ``directory`` (created if needed)."""

@@ -252,7 +252,7 @@ def load_populations(
         pop = _build(name)
         if path is not None:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            arrays = {"scores": pop.scores, "activations": pop.activations}
+            arrays: dict[str, Any] = {"scores": pop.scores, "activations": pop.activations}
             if pop.probabilities is not None:
                 arrays["probabilities"] = pop.probabilities
             np.savez(path, **arrays)
