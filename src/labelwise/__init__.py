@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import registry
 from ._results import Estimate, Ranking, Selection
+from .campaign import Campaign
 from .estimation import (
     ces_estimate,
     cliffs_delta,
@@ -39,6 +40,7 @@ from .sampling import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "Campaign",
     "DegenerateDataWarning",
     "Estimate",
     "LabelwiseError",

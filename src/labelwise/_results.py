@@ -116,6 +116,8 @@ class Estimate(Result):
 
     ``value`` is the model's accuracy (classification) or 1-MSE (regression) on the whole pile,
     estimated from ``n_labelled`` labels; ``[ci_low, ci_high]`` is a ``confidence`` interval.
+    ``effective_sample_size`` (designed campaigns only): how many simple-random-sample labels
+    these labels are worth, n * Var_SRS / Var_design, both estimated from the labels.
     """
 
     higher_is_better: ClassVar[bool | None] = True
@@ -131,6 +133,7 @@ class Estimate(Result):
     interval: str = ""
     population_size: int | None = None
     notes: tuple[str, ...] = ()
+    effective_sample_size: float | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,37 @@
+"""Time Campaign.propose on 1,000,000 rows x 512 neurons (target: <= 1 s per batch after the
+first). Run: python benchmarks/campaign_speed.py [N] [D]."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+import labelwise as lw
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    d = int(sys.argv[2]) if len(sys.argv) > 2 else 512
+    g = np.random.default_rng(0)
+    acts = g.standard_normal((n, d), dtype=np.float32)
+    logits = g.standard_normal((n, 10)).astype(np.float32) * 3
+    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probs /= probs.sum(axis=1, keepdims=True)
+    y = (g.random(n) < probs.max(axis=1)).astype(float)
+    t = time.perf_counter()
+    camp = lw.Campaign(acts, probs, method="auto", rng=0)
+    print(f"set-up: {time.perf_counter() - t:.2f} s")
+    for b in range(5):
+        t = time.perf_counter()
+        rows = camp.propose(20)
+        tp = time.perf_counter() - t
+        camp.record(rows, y[rows])
+        t = time.perf_counter()
+        camp.estimate()
+        print(f"batch {b}: propose {tp:.3f} s, estimate {time.perf_counter() - t:.3f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+"""Design-based estimators for a campaign: stratified difference (PPI++) and active AIPW.
+
+The score y is 1/0 correctness (mean = accuracy) or 1 - squared error (mean = 1-MSE).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+__all__ = ["DesignEstimate", "active_estimate", "fit_surrogate", "stratified_difference"]
+
+
+@dataclass(frozen=True)
+class DesignEstimate:
+    value: float
+    std_error: float
+    df: float
+    srs_variance: float  # estimated variance a simple random sample of the same n would have
+    lam: float
+    notes: tuple[str, ...] = ()
+
+
+def fit_surrogate(
+    features: NDArray[np.float64],
+    y: NDArray[np.float64],
+    folds: NDArray[np.int64],
+    n_folds: int,
+    *,
+    ridge: float = 1.0,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+    """Cross-fitted ridge regression of the score on unlabeled features.
+
+    Returns (out-of-fold prediction for every labelled row, coefficients of the fold-averaged
+    model, intercept first) or None when there are too few labels (< 4 per fold) or the scores
+    do not vary. Cross-fitting (Zrnic & Candès 2024, "Cross-prediction-powered inference",
+    Sec. 2): row i's prediction comes from a model fitted without i's fold, so the residual
+    y_i - f(x_i) is an honest draw; the pile's term uses the average of the fold models.
+    """
+    n, p = features.shape
+    if n < 4 * n_folds or np.ptp(y) == 0:
+        return None
+    x1 = np.hstack([np.ones((n, 1)), features])
+    oof = np.empty(n)
+    coefs = np.zeros((n_folds, p + 1))
+    pen = ridge * np.eye(p + 1)
+    pen[0, 0] = 0.0
+    for k in range(n_folds):
+        test = folds == k
+        train = ~test
+        if train.sum() < p + 2:
+            return None
+        a = x1[train]
+        coef = np.linalg.solve(a.T @ a + pen, a.T @ y[train])
+        coefs[k] = coef
+        oof[test] = x1[test] @ coef
+    return oof, coefs.mean(axis=0)
+
+
+def stratified_difference(
+    y: NDArray[np.float64],
+    strata: NDArray[np.int64],
+    sizes: NDArray[np.int64],
+    *,
+    f_lab: NDArray[np.float64] | None = None,
+    f_pop_mean: NDArray[np.float64] | None = None,
+    groups: NDArray[np.int64] | None = None,
+    binary: bool = False,
+    nu0: float = 4.0,
+) -> DesignEstimate:
+    """Stratified (difference) estimator with its design variance.
+
+    Plain (no surrogate): value = Σ_h W_h ȳ_h, Var = Σ_h W_h² (1 - n_h/N_h) s_h² / n_h
+    (Cochran 1977, Sec. 5.3; Li et al. 2019, Eq. 4).
+
+    Difference / PPI++ (Angelopoulos et al. 2023, "PPI++", Sec. 2-3, power tuning; Särndal et
+    al. 1992, Sec. 6.3 for the design-based difference estimator): with a surrogate f,
+        value = Σ_h W_h [λ F̄_h + mean_h(y - λ f)],
+    F̄_h the surrogate's mean over the whole stratum (known: no labels needed), and λ chosen to
+    minimise the estimated variance, λ = Σ a_h cov_h(y, f) / Σ a_h var_h(f) with
+    a_h = W_h² (1 - n_h/N_h) / n_h, clipped to [0, 1]: a useless surrogate gets λ ≈ 0 and the
+    plain estimator back.
+
+    Variance per stratum: :func:`shrunk_variances` of the residuals (so a stratum whose few
+    labels are all correct does not claim zero variance, and a stratum with < 2 labels takes
+    its group's pooled variance: the collapse rule). Degrees of freedom: Satterthwaite.
+    """
+    h = sizes.size
+    n_h = np.bincount(strata, minlength=h)
+    w = sizes / sizes.sum()
+    fpc = np.where(sizes > 0, 1 - n_h / np.maximum(sizes, 1), 0.0)
+    a = np.where(n_h > 0, w**2 * fpc / np.maximum(n_h, 1), 0.0)
+    mean_y = _group_mean(y, strata, h, n_h)
+    lam = 0.0
+    notes: list[str] = []
+    if f_lab is not None and f_pop_mean is not None:
+        mean_f = _group_mean(f_lab, strata, h, n_h)
+        ok = n_h >= 2
+        dy = y - mean_y[strata]
+        df_ = f_lab - mean_f[strata]
+        cov = np.bincount(strata, weights=dy * df_, minlength=h)
+        vf = np.bincount(strata, weights=df_**2, minlength=h)
+        den = float(np.sum((a * vf / np.maximum(n_h - 1, 1))[ok]))
+        num = float(np.sum((a * cov / np.maximum(n_h - 1, 1))[ok]))
+        lam = float(np.clip(num / den, 0.0, 1.0)) if den > 0 else 0.0
+    var_y = shrunk_variances(y, strata, n_h, groups, binary=binary, nu0=nu0)
+    if lam > 0 and f_lab is not None and f_pop_mean is not None:
+        r = y - lam * f_lab
+        means = lam * f_pop_mean + _group_mean(r, strata, h, n_h)
+        var_r = shrunk_variances(r, strata, n_h, groups, binary=binary, nu0=nu0)
+    else:
+        means = mean_y
+        var_r = var_y
+    var_r = np.where(fpc == 0, 0.0, var_r)
+    used = sizes > 0
+    value = float(np.sum(w[used] * means[used]))
+    terms = a * var_r
+    var = float(terms.sum())
+    dfs = np.maximum(n_h - 1, 0) + nu0  # shrunk variances carry the prior's df too
+    df = var**2 / float(np.sum(terms**2 / dfs)) if var > 0 else float(max(y.size - 1, 1))
+    # S² of the pile (for the SRS comparison): Σ W_h s_h² + Σ W_h (ȳ_h - ȳ)²
+    s2 = float(np.sum(w * var_y) + np.sum(w * (mean_y - np.sum(w * mean_y)) ** 2))
+    n = y.size
+    n_pop = int(sizes.sum())
+    srs_var = (1 - n / n_pop) * s2 / n
+    return DesignEstimate(value, math.sqrt(var), float(df), srs_var, lam, tuple(notes))
+
+
+def _group_mean(
+    x: NDArray[np.float64], g: NDArray[np.int64], h: int, n_h: NDArray[np.int64]
+) -> NDArray[np.float64]:
+    return np.bincount(g, weights=x, minlength=h) / np.maximum(n_h, 1)
+
+
+def shrunk_variances(
+    x: NDArray[np.float64],
+    strata: NDArray[np.int64],
+    n_h: NDArray[np.int64],
+    groups: NDArray[np.int64] | None,
+    *,
+    binary: bool,
+    nu0: float,
+    prior: NDArray[np.float64] | None = None,
+) -> NDArray[np.float64]:
+    """Per-stratum variances shrunk toward their group's pooled within-stratum variance.
+
+    s̃_h² = ((n_h - 1) s_h² + ν₀ s_g²) / (n_h - 1 + ν₀)  (Smyth 2004, "Linear models and
+    empirical Bayes methods for assessing differential expression", Sec. 4: a scaled
+    inverse-chi² prior with ν₀ prior degrees of freedom), s_g² = Σ_{h∈g} (n_h - 1) s_h² /
+    Σ_{h∈g} (n_h - 1). Groups: strata of similar model confidence (:func:`build_strata`).
+    For 0/1 scores s_g² is at least q (1 - q), q = 0.5 / (n_g + 1) (Jeffreys' estimate of an
+    error rate when none of the group's n_g labels is wrong), so a group whose labels are all
+    correct keeps a variance that shrinks like 1/n_g instead of collapsing to 0. A stratum with
+    fewer than 2 labels gets s_g² (collapse rule: merged into its group for the variance).
+    A group without any pair of labels uses all groups' pooled variance, or ``prior[h]``.
+    """
+    h = n_h.size
+    g_of = np.zeros(h, dtype=np.int64) if groups is None else groups
+    mean = _group_mean(x, strata, h, n_h)
+    ss = np.bincount(strata, weights=(x - mean[strata]) ** 2, minlength=h)
+    dfh = np.maximum(n_h - 1, 0).astype(np.float64)
+    out = np.empty(h)
+    tot_df = dfh.sum()
+    overall = ss.sum() / tot_df if tot_df > 0 else math.nan
+    for g in np.unique(g_of):
+        m = g_of == g
+        df_g = dfh[m].sum()
+        pooled = ss[m].sum() / df_g if df_g > 0 else overall
+        if binary:
+            q = 0.5 / (n_h[m].sum() + 1)
+            pooled = q * (1 - q) if math.isnan(pooled) else max(pooled, q * (1 - q))
+        if math.isnan(pooled):
+            pooled = math.nan if prior is None else float(np.mean(prior[m]))
+        out[m] = (ss[m] + nu0 * pooled) / (dfh[m] + nu0)
+    return out
+
+
+def t_interval(value: float, se: float, df: float, confidence: float) -> tuple[float, float]:
+    if not math.isfinite(se):
+        return -math.inf, math.inf
+    half = float(stats.t.ppf(0.5 + confidence / 2, max(df, 1.0))) * se
+    return value - half, value + half
+
+
+def wilson_effective(
+    value: float, se: float, df: float, confidence: float, n: int
+) -> tuple[float, float]:
+    """Wilson score interval for a proportion estimated by a complex design.
+
+    The effective sample size n* = p̂ (1 - p̂) / SE² (Kish's design effect; Korn & Graubard
+    1998, "Confidence intervals for proportions with small expected number of positive counts
+    estimated from survey data", Sec. 2) replaces n in Wilson's interval, with the t quantile
+    on the design's degrees of freedom: the variance is evaluated at the candidate proportion,
+    not at p̂, so the interval stays asymmetric and honest when errors are rare and few were
+    seen. p̂ is clipped to [q, 1 - q], q = 0.5 / (n + 1), for n* only.
+    """
+    if not math.isfinite(se):
+        return 0.0, 1.0
+    p = min(max(value, 0.0), 1.0)
+    pq = p * (1 - p)
+    edge = 0.5 / (n + 1)  # Jeffreys' rate for "none seen": the design effect is taken there
+    pc = min(max(p, edge), 1 - edge)
+    n_eff = pc * (1 - pc) / se**2 if se > 0 else float(n)
+    n_eff = max(n_eff, 1.0)
+    z = float(stats.t.ppf(0.5 + confidence / 2, max(df, 1.0)))
+    z2 = z * z
+    denom = 1 + z2 / n_eff
+    centre = (p + z2 / (2 * n_eff)) / denom
+    half = z * math.sqrt(pq / n_eff + z2 / (4 * n_eff**2)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def active_estimate(z: NDArray[np.float64]) -> tuple[float, float]:
+    """AIPW mean of the per-draw terms and its martingale-CLT standard error.
+
+    Z_t = F̄_t + (y_t - f_t(x_t)) / (N q_t(x_t)) with q_t and f_t fixed before draw t
+    (Zrnic & Candès 2024, "Active statistical inference", Sec. 3, Theorem 1): E[Z_t | past] =
+    θ, so mean(Z) is unbiased and sqrt(T)(mean(Z) - θ) / sd(Z) -> N(0, 1).
+    """
+    t = z.size
+    if t < 2:
+        return float(z.mean()) if t else math.nan, math.inf
+    return float(z.mean()), float(z.std(ddof=1) / math.sqrt(t))
