@@ -22,6 +22,7 @@ from .estimation import (
     wtl,
 )
 from .exceptions import DegenerateDataWarning, LabelwiseError, MissingDependencyError
+from .ranking import RankingCampaign
 from .sampling import (
     SDSDiscrimination,
     ces_objective,
@@ -46,6 +47,7 @@ __all__ = [
     "LabelwiseError",
     "MissingDependencyError",
     "Ranking",
+    "RankingCampaign",
     "SDSDiscrimination",
     "Selection",
     "__version__",

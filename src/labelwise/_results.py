@@ -163,7 +163,20 @@ class Ranking(Result):
     confidence:
         Level of the intervals.
     n_bootstrap:
-        Bootstrap replicates behind ``prob_better``.
+        Bootstrap replicates (or posterior draws) behind ``prob_better``.
+    prob_best:
+        (n_models,) probability that each model (model order) has the highest accuracy, or
+        None when not computed (:func:`labelwise.rank_models` leaves it None).
+    prob_beats:
+        (n_models, n_models) probability that model ``i`` has a higher accuracy than model
+        ``j`` (ties half), or None.
+    rank_low, rank_high:
+        (n_models,) rank set of every model (1 = best) at level ``rank_level``, or None.
+    rank_level:
+        Simultaneous level of the rank sets (0 when there are none).
+    method:
+        How the accuracies were obtained: ``"labelled"`` (accuracy on the labelled inputs)
+        or the estimator of a :class:`labelwise.RankingCampaign`.
 
     ``value`` is None: a ranking orders models (see ``accuracy`` and ``rank``).
     """
@@ -181,11 +194,20 @@ class Ranking(Result):
     n_labelled: int
     confidence: float
     n_bootstrap: int
+    prob_best: NDArray[np.float64] | None = None
+    prob_beats: NDArray[np.float64] | None = None
+    rank_low: NDArray[np.int64] | None = None
+    rank_high: NDArray[np.int64] | None = None
+    rank_level: float = 0.0
+    method: str = "labelled"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model_names", tuple(str(n) for n in self.model_names))
         for name in ("accuracy", "n_correct", "ci_low", "ci_high", "rank", "order", "prob_better"):
             object.__setattr__(self, name, np.asarray(getattr(self, name)))
+        for name in ("prob_best", "prob_beats", "rank_low", "rank_high"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, np.asarray(getattr(self, name)))
         super().__post_init__()
 
     def __len__(self) -> int:

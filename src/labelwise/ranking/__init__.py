@@ -1,0 +1,8 @@
+"""Ranking many models with few labels (comparative testing with an adaptive campaign)."""
+
+from __future__ import annotations
+
+from .campaign import RankingCampaign
+from .synthetic import SyntheticZoo, synthetic_zoo
+
+__all__ = ["RankingCampaign", "SyntheticZoo", "synthetic_zoo"]

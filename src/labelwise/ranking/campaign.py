@@ -1,0 +1,499 @@
+"""Rank many models with few labels: consensus estimates corrected by actively chosen labels.
+
+The estimator ("consensus-PPI with shrinkage")
+----------------------------------------------
+Let ``s_mi`` be a label-free surrogate of "model m is right on input i": the share of the
+models that agree with model m on input i (the soft vote; with probabilities, the mean
+probability the models give to model m's class). Its pile mean ``sbar_m`` ranks the models
+without any label (a consensus ranking, like the majority vote and LaF). Labels measure its
+bias: on the labelled inputs ``t`` (drawn with known probabilities, weights ``w_t``)
+
+    delta_hat_m = sum_t w_t (c_mt - s_mt) / sum_t w_t,          c_mt = 1[model m right on t]
+
+is a prediction-powered (PPI, Angelopoulos et al. 2023) estimate of the mean bias
+``delta_m = mean_i (c_mi - s_mi)``, with sandwich covariance ``Sigma``. The spread of the
+biases across models is what decides how far the consensus can be trusted. An empirical
+Bayes prior (Efron and Morris 1973) ``delta ~ N(mu 1, tau^2 I)`` with a flat ``mu`` and a
+method-of-moments ``tau^2 = max(tau0^2, (|C delta_hat|^2 - tr(C Sigma C)) / (M - 1))``
+(``C`` centres across models) gives the posterior
+
+    precision  Lambda = Sigma^-1 + C / tau^2,     mean  delta_post = Lambda^-1 Sigma^-1 delta_hat
+
+and the accuracy estimate ``acc_m = (sum_L c_mi + sum_U s_mi) / N + (N - n) / N * delta_post_m``.
+With no labels it is the consensus ranking; when the biases differ a lot (weak models,
+majority often wrong) ``tau^2`` is large and the labels dominate; with every input labelled it
+is the exact accuracy. ``P(model is best)``, ``P(A beats B)`` and rank sets come from draws of
+the Gaussian posterior.
+
+Active selection
+----------------
+Rows are drawn with probability ``p_i = (1 - eta) u_i / sum u + eta / N`` (uniform share
+``eta``, so weights ``1 / (N p_i) <= 1 / eta``), by successive sampling without replacement
+among the unlabelled rows. ``u_i = 2 sum_{a<b} g_a g_b 1[pred_a,i != pred_b,i]``: inputs on
+which the models whose position is uncertain disagree, where ``g_m`` is the mean over ``b`` of
+``4 P(m beats b) P(b beats m)`` plus ``P(m is best)``. Only such inputs can change the order
+of two models (where both agree both are right or both wrong). Compare CODA (Kay et al.
+2025), which picks inputs by expected information about the best model, and Model Selector
+(Okanovic et al. 2025).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+from .._results import Ranking
+from .._validation import RNGLike, check_confidence, check_int, check_model_predictions, check_rng
+from ..exceptions import LabelwiseError
+from ..sampling.sds import majority_vote, sds_select
+
+__all__ = ["METHODS", "RankingCampaign"]
+
+METHODS = ("auto", "active", "srs", "sds")
+SURROGATES = ("soft", "vote", "weighted", "mixed")
+_MAX_CELLS = 50_000_000
+
+
+class RankingCampaign:
+    """Label inputs in rounds and rank ``n_models`` models by accuracy on the whole pile.
+
+    ``method="auto"`` (= ``"active"``) uses the consensus-corrected estimator and active
+    selection of the module docstring; ``"srs"`` proposes uniformly random rows and ``"sds"``
+    the rows of one SDS draw (Meng et al. 2021, Algorithm 1) in its order; both rank by
+    accuracy on the labelled rows (as :func:`labelwise.rank_models`).
+
+    Parameters
+    ----------
+    predictions:
+        (n_models, N) class labels or (n_models, N, C) class probabilities, n_models >= 2.
+    probabilities:
+        Optional (n_models, N, C) probabilities (the soft consensus then averages them).
+    method:
+        One of ``"auto"``, ``"active"``, ``"srs"``, ``"sds"``.
+    n_classes:
+        Number of classes; default C of the probabilities, else the largest predicted
+        label + 1. Recorded labels must be in [0, n_classes).
+    uniform_share:
+        ``eta``: share of each proposal probability that is uniform, in (0, 1].
+    tau0:
+        Smallest prior spread of the models' consensus biases (accuracy units).
+    n_draws:
+        Posterior draws behind ``prob_best``, ``prob_beats`` and the rank sets.
+    model_names:
+        One name per model.
+    rng:
+        Seed or ``numpy.random.Generator``.
+    """
+
+    def __init__(
+        self,
+        predictions: ArrayLike,
+        probabilities: ArrayLike | None = None,
+        method: str = "auto",
+        rng: RNGLike = None,
+        *,
+        n_classes: int | None = None,
+        uniform_share: float = 0.2,
+        power: float = 1.0,
+        tau0: float = 0.005,
+        surrogate: str = "vote",
+        power_tuning: float = 20.0,
+        n_draws: int = 4000,
+        model_names: Sequence[str] | None = None,
+    ) -> None:
+        pred, c_pred = check_model_predictions(predictions, min_models=2)
+        self._pred = pred
+        m, n = pred.shape
+        probs = None
+        if probabilities is not None:
+            probs = np.asarray(probabilities, dtype=np.float64)
+            if probs.ndim != 3 or probs.shape[:2] != (m, n):
+                raise LabelwiseError(
+                    f"probabilities must be ({m}, {n}, C) like the predictions, got "
+                    f"shape {probs.shape}"
+                )
+            if not np.all(np.isfinite(probs)):
+                raise LabelwiseError("probabilities must be finite")
+        elif c_pred is not None:
+            probs = np.asarray(predictions, dtype=np.float64)
+        c_known = probs.shape[2] if probs is not None else c_pred
+        if n_classes is not None:
+            c_known = check_int(n_classes, "n_classes", minimum=int(pred.max()) + 1)
+        self.n_classes = int(c_known) if c_known is not None else int(pred.max()) + 1
+        if method not in METHODS:
+            raise LabelwiseError(f"method must be one of {list(METHODS)}, got {method!r}")
+        self.method = "active" if method == "auto" else method
+        if not 0 < uniform_share <= 1:
+            raise LabelwiseError(f"uniform_share must be in (0, 1], got {uniform_share}")
+        if not tau0 > 0:
+            raise LabelwiseError(f"tau0 must be > 0, got {tau0}")
+        if surrogate not in SURROGATES:
+            raise LabelwiseError(f"surrogate must be one of {list(SURROGATES)}, got {surrogate!r}")
+        self._surrogate_kind = surrogate
+        self._weighted = surrogate in ("weighted", "mixed")
+        if not power_tuning >= 0:
+            raise LabelwiseError(f"power_tuning must be >= 0, got {power_tuning}")
+        self._n0 = float(power_tuning)
+        self._eta = float(uniform_share)
+        self._pow = float(power)
+        self._tau0 = float(tau0)
+        self._n_draws = check_int(n_draws, "n_draws", minimum=100)
+        if model_names is None:
+            self.model_names = tuple(f"M{i + 1}" for i in range(m))
+        else:
+            self.model_names = tuple(str(x) for x in model_names)
+            if len(self.model_names) != m:
+                raise LabelwiseError(
+                    f"model_names must have one name per model ({m}), got {len(self.model_names)}"
+                )
+        self._gen = check_rng(rng)
+        self._hard = (pred == majority_vote(pred)[None, :]).astype(np.float32)
+        if surrogate == "vote":
+            self._surrogate = self._hard
+        elif surrogate == "mixed":
+            self._surrogate = (self._hard + _soft_agreement(pred, probs)) / np.float32(2)
+        else:
+            self._surrogate = _soft_agreement(pred, probs)  # (M, N) float32
+        self._s_total = self._surrogate.sum(axis=1, dtype=np.float64)
+        self._labelled = np.zeros(n, dtype=bool)
+        self._proposed = np.zeros(n, dtype=bool)
+        self._pending: dict[int, float] = {}  # row -> weight 1 / (N p)
+        self._rows: list[int] = []
+        self._labels: list[int] = []
+        self._weights: list[float] = []
+        self._sds_order: NDArray[np.int64] | None = None
+        self._sds_pos = 0
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def n_models(self) -> int:
+        return int(self._pred.shape[0])
+
+    @property
+    def n_inputs(self) -> int:
+        return int(self._pred.shape[1])
+
+    @property
+    def n_labelled(self) -> int:
+        return len(self._rows)
+
+    @property
+    def rows(self) -> NDArray[np.int64]:
+        """Labelled rows in the order they were recorded."""
+        return np.asarray(self._rows, dtype=np.int64)
+
+    def propose(self, k: int) -> NDArray[np.int64]:
+        """``k`` distinct rows to label next, never proposed before (int64)."""
+        free = int(np.count_nonzero(~self._proposed))
+        k = check_int(k, "k", minimum=1, maximum=max(free, 1))
+        if free == 0:
+            raise LabelwiseError("k must be <= the rows never proposed, got k with 0 left")
+        if self.method == "srs":
+            rows = self._propose_uniform(k)
+            weights = np.ones(k)
+        elif self.method == "sds":
+            rows = self._propose_sds(k)
+            weights = np.ones(k)
+        else:
+            rows, weights = self._propose_active(k)
+        self._proposed[rows] = True
+        for r, w in zip(rows.tolist(), weights.tolist(), strict=True):
+            self._pending[r] = w
+        return rows
+
+    def record(self, rows: ArrayLike, labels: ArrayLike) -> None:
+        """Record the true class ``labels`` of proposed ``rows``."""
+        r = np.atleast_1d(np.asarray(rows))
+        lab = np.atleast_1d(np.asarray(labels))
+        if r.ndim != 1 or r.dtype.kind not in "iu":
+            raise LabelwiseError(f"rows must be a 1-D array of integer rows, got {r!r}")
+        if lab.shape != r.shape:
+            raise LabelwiseError(
+                f"labels must have one entry per row ({r.size}), got shape {lab.shape}"
+            )
+        if lab.dtype.kind == "f" and np.all(np.isfinite(lab)) and np.all(lab == np.round(lab)):
+            lab = lab.astype(np.int64)
+        if lab.dtype.kind not in "iu":
+            raise LabelwiseError(f"labels must be integer class labels, got dtype {lab.dtype}")
+        r = r.astype(np.int64)
+        lab = lab.astype(np.int64)
+        bad = (r < 0) | (r >= self.n_inputs)
+        if bad.any():
+            raise LabelwiseError(f"rows must be in [0, {self.n_inputs}), got {r[bad][:5].tolist()}")
+        if np.unique(r).size != r.size:
+            raise LabelwiseError("rows must be distinct")
+        not_prop = [x for x in r.tolist() if x not in self._pending]
+        if not_prop:
+            done = [x for x in not_prop if self._labelled[x]]
+            what = "already recorded" if done else "never proposed"
+            raise LabelwiseError(
+                f"rows must be proposed by propose() and not yet recorded, got {what} rows "
+                f"{not_prop[:5]}"
+            )
+        bad = (lab < 0) | (lab >= self.n_classes)
+        if bad.any():
+            raise LabelwiseError(
+                f"labels must be classes in [0, {self.n_classes}), got {lab[bad][:5].tolist()} "
+                "(pass n_classes= if a class is never predicted)"
+            )
+        for x, y in zip(r.tolist(), lab.tolist(), strict=True):
+            self._rows.append(x)
+            self._labels.append(y)
+            self._weights.append(self._pending.pop(x))
+            self._labelled[x] = True
+
+    def estimate(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Posterior mean accuracies (model order) and their covariance."""
+        if self.method != "active":
+            return self._labelled_estimate()
+        return self._posterior()
+
+    def ranking(self, *, confidence: float = 0.95, rank_level: float = 0.9) -> Ranking:
+        """The models ranked, with intervals, ``prob_best``, ``prob_beats`` and rank sets."""
+        conf = check_confidence(confidence)
+        level = check_confidence(rank_level)
+        mean, cov = self.estimate()
+        draws = self._draws(mean, cov)
+        order = np.argsort(-mean, kind="stable").astype(np.int64)
+        rank = stats.rankdata(-np.round(mean, 12), method="min").astype(np.int64)
+        beats = _prob_beats(draws)
+        best = _prob_best(draws)
+        low, high = _rank_sets(draws, level)
+        sd = np.sqrt(np.clip(np.diag(cov), 0, None))
+        z = float(stats.norm.ppf(0.5 + conf / 2))
+        lab = self._labelled_correct()
+        return Ranking(
+            model_names=self.model_names,
+            accuracy=mean,
+            n_correct=lab.sum(axis=1, dtype=np.int64),
+            ci_low=np.clip(mean - z * sd, 0, 1),
+            ci_high=np.clip(mean + z * sd, 0, 1),
+            rank=rank,
+            order=order,
+            prob_better=np.array([beats[a, b] for a, b in itertools.pairwise(order)]),
+            n_labelled=self.n_labelled,
+            confidence=conf,
+            n_bootstrap=draws.shape[0],
+            prob_best=best,
+            prob_beats=beats,
+            rank_low=low,
+            rank_high=high,
+            rank_level=level,
+            method="consensus-ppi" if self.method == "active" else self.method,
+        )
+
+    # ------------------------------------------------------------------ estimation
+    def _labelled_correct(self) -> NDArray[np.bool_]:
+        r = self.rows
+        return self._pred[:, r] == np.asarray(self._labels, dtype=np.int64)[None, :]
+
+    def _posterior(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        mean, cov = self._posterior_with(self._surrogate, self._s_total)
+        if self._weighted and self.n_labelled > 0:
+            w = np.clip(mean - 1.0 / self.n_classes, 0.01, None)
+            sur = _weighted_agreement(self._pred, w)
+            if self._surrogate_kind == "mixed":
+                sur = (sur + self._hard) / np.float32(2)
+            mean, cov = self._posterior_with(sur, sur.sum(axis=1, dtype=np.float64))
+        return mean, cov
+
+    def _posterior_with(
+        self, surrogate: NDArray[np.float32], s_total: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        m, n_pop = self._pred.shape
+        n = self.n_labelled
+        base = s_total / n_pop
+        if n == 0:
+            return base, np.eye(m) * self._tau0**2
+        r = self.rows
+        correct = self._labelled_correct()
+        s_lab = surrogate[:, r].astype(np.float64)
+        w = np.asarray(self._weights)
+        w = w / w.sum()
+        lam = self._power(correct, s_lab, w)
+        s_lab = lam * s_lab
+        resid = correct - s_lab  # (M, n)
+        delta_hat = resid @ w
+        centred = resid - delta_hat[:, None]
+        sigma = (centred * w[None, :] ** 2) @ centred.T * (n / max(n - 1, 1))
+        # floor: a model whose residuals are all equal must not look exactly known
+        sigma = sigma + np.eye(m) * (float(np.trace(sigma)) / m * 0.05 + 0.25 / (n + 2) ** 2)
+        cen = np.eye(m) - 1.0 / m
+        d = cen @ delta_hat
+        tau2 = max(self._tau0**2, (float(d @ d) - float(np.trace(cen @ sigma @ cen))) / (m - 1))
+        sigma_inv = np.linalg.inv(sigma)
+        prec = sigma_inv + cen / tau2
+        cov = np.linalg.inv(prec)
+        cov = (cov + cov.T) / 2
+        delta_post = cov @ (sigma_inv @ delta_hat)
+        f = (n_pop - n) / n_pop
+        s_unlab = lam * s_total - s_lab.sum(axis=1)
+        mean = (correct.sum(axis=1) + s_unlab) / n_pop + f * delta_post
+        return mean, cov * f**2
+
+    def _power(
+        self, correct: NDArray[np.bool_], s_lab: NDArray[np.float64], w: NDArray[np.float64]
+    ) -> float:
+        """PPI++ power tuning for the between-model differences, shrunk to 1 by n0 labels.
+
+        lambda_hat = sum_t w_t <C c_t, C s_t> / sum_t w_t |C s_t|^2 (C centres across models,
+        weighted covariance over labelled rows), then (n lambda_hat + n0) / (n + n0) in [0, 1].
+        """
+        n = correct.shape[1]
+        dc = correct - correct.mean(axis=0, keepdims=True)
+        ds = s_lab - s_lab.mean(axis=0, keepdims=True)
+        dc = dc - (dc @ w)[:, None]
+        ds = ds - (ds @ w)[:, None]
+        den = float(((ds**2) @ w).sum())
+        if den <= 0:
+            return 1.0
+        lam_hat = float(((dc * ds) @ w).sum()) / den
+        return float(np.clip((n * lam_hat + self._n0) / (n + self._n0), 0.0, 1.0))
+
+    def _labelled_estimate(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        m = self.n_models
+        n = self.n_labelled
+        if n == 0:
+            return np.full(m, 0.5), np.eye(m) * 0.25
+        correct = self._labelled_correct().astype(np.float64)
+        mean = correct.mean(axis=1)
+        # Bayesian bootstrap-like Gaussian: covariance of the paired means, with a
+        # Jeffreys-style floor so all-right models are not exactly known
+        centred = correct - mean[:, None]
+        cov = centred @ centred.T / (n * max(n - 1, 1)) + np.eye(m) * 0.25 / (n + 2) ** 2
+        return mean, cov
+
+    def _draws(self, mean: NDArray[np.float64], cov: NDArray[np.float64]) -> NDArray[np.float64]:
+        vals, vecs = np.linalg.eigh(cov)
+        root = vecs * np.sqrt(np.clip(vals, 0, None))[None, :]
+        z = self._gen.standard_normal((self._n_draws, mean.size))
+        return mean[None, :] + z @ root.T
+
+    # ------------------------------------------------------------------ selection
+    def _propose_uniform(self, k: int) -> NDArray[np.int64]:
+        free = np.flatnonzero(~self._proposed)
+        return np.sort(self._gen.choice(free, size=k, replace=False)).astype(np.int64)
+
+    def _propose_sds(self, k: int) -> NDArray[np.int64]:
+        if self._sds_order is None:
+            budget = max(1, math.ceil(0.25 * self.n_inputs))
+            self._sds_order = sds_select(self._pred, budget, rng=self._gen).indices
+        out: list[int] = []
+        while len(out) < k and self._sds_pos < self._sds_order.size:
+            row = int(self._sds_order[self._sds_pos])
+            self._sds_pos += 1
+            if not self._proposed[row]:
+                out.append(row)
+        rows = np.asarray(out, dtype=np.int64)
+        if rows.size < k:  # SDS candidates used up: continue uniformly
+            self._proposed[rows] = True
+            rows = np.concatenate([rows, self._propose_uniform(k - rows.size)])
+            self._proposed[rows] = False
+        return rows
+
+    def _propose_active(self, k: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        mean, cov = self._posterior()
+        draws = self._draws(mean, cov)
+        beats = _prob_beats(draws)
+        g = (4 * beats * (1 - beats)).mean(axis=1) + _prob_best(draws)
+        u = _disagreement(self._pred, g) ** self._pow
+        free = ~self._proposed
+        u = np.where(free, u, 0.0)
+        n_free = int(np.count_nonzero(free))
+        total = float(u.sum())
+        p = np.full(self.n_inputs, self._eta / n_free)
+        p = p + (1 - self._eta) * u / total if total > 0 else p / self._eta
+        p = np.where(free, p, 0.0)
+        # successive sampling without replacement: k smallest exponential keys E_i / p_i
+        keys = np.full(self.n_inputs, np.inf)
+        idx = np.flatnonzero(free)
+        keys[idx] = self._gen.standard_exponential(idx.size) / p[idx]
+        rows = np.argpartition(keys, k - 1)[:k]
+        rows = rows[np.argsort(keys[rows])].astype(np.int64)
+        # weight of a draw: 1 / (N p_i), p over the rows still free (bounded by 1 / eta)
+        weights = 1.0 / (n_free * p[rows])
+        return rows, weights
+
+
+def _soft_agreement(
+    pred: NDArray[np.int64], probs: NDArray[np.float64] | None
+) -> NDArray[np.float32]:
+    """s_mi: share of models predicting model m's class on input i (or their mean probability)."""
+    m, n = pred.shape
+    if probs is not None:
+        mean = probs.mean(axis=0)
+        mean = mean / np.clip(mean.sum(axis=1, keepdims=True), 1e-12, None)
+        return mean[np.arange(n)[None, :], pred].astype(np.float32)
+    n_cls = int(pred.max()) + 1
+    if n * n_cls <= _MAX_CELLS:
+        cells = pred + n_cls * np.arange(n, dtype=np.int64)[None, :]
+        counts = np.bincount(cells.ravel(), minlength=n * n_cls)
+        return (counts[cells] / m).astype(np.float32)
+    keys = (pred.astype(np.int64) * n + np.arange(n, dtype=np.int64)[None, :]).ravel()
+    _, inv, cnt = np.unique(keys, return_inverse=True, return_counts=True)
+    return (cnt[inv].reshape(m, n) / m).astype(np.float32)
+
+
+def _weighted_agreement(pred: NDArray[np.int64], g: NDArray[np.float64]) -> NDArray[np.float32]:
+    """s_mi = sum_k g_k [pred_ki = pred_mi] / sum_k g_k (weighted soft vote)."""
+    m, n = pred.shape
+    n_cls = int(pred.max()) + 1
+    gw = np.broadcast_to(g[:, None], (m, n)).ravel()
+    if n * n_cls <= _MAX_CELLS:
+        cells = pred + n_cls * np.arange(n, dtype=np.int64)[None, :]
+        sums = np.bincount(cells.ravel(), weights=gw, minlength=n * n_cls)
+        return (sums[cells] / g.sum()).astype(np.float32)
+    keys = (pred.astype(np.int64) * n + np.arange(n, dtype=np.int64)[None, :]).ravel()
+    _, inv = np.unique(keys, return_inverse=True)
+    sums = np.bincount(inv, weights=gw)
+    return (sums[inv].reshape(m, n) / g.sum()).astype(np.float32)
+
+
+def _disagreement(pred: NDArray[np.int64], g: NDArray[np.float64]) -> NDArray[np.float64]:
+    """u_i = (sum g)^2 - sum_c (sum_{m: pred_mi = c} g_m)^2 = 2 sum_{a<b} g_a g_b [differ]."""
+    m, n = pred.shape
+    n_cls = int(pred.max()) + 1
+    gw = np.broadcast_to(g[:, None], (m, n)).ravel()
+    if n * n_cls <= _MAX_CELLS:
+        cells = (pred + n_cls * np.arange(n, dtype=np.int64)[None, :]).ravel()
+        sums = np.bincount(cells, weights=gw, minlength=n * n_cls)
+        sq = np.bincount(np.repeat(np.arange(n), n_cls), weights=sums**2, minlength=n)
+    else:
+        keys = (pred.astype(np.int64) * n + np.arange(n, dtype=np.int64)[None, :]).ravel()
+        uniq, inv = np.unique(keys, return_inverse=True)
+        sums = np.bincount(inv, weights=gw, minlength=uniq.size)
+        sq = np.bincount(uniq % n, weights=sums**2, minlength=n)
+    return np.clip(float(g.sum()) ** 2 - sq, 0, None)
+
+
+def _prob_beats(draws: NDArray[np.float64]) -> NDArray[np.float64]:
+    """P(i beats j) over posterior draws, ties half; diagonal 0.5."""
+    d, m = draws.shape
+    out = np.empty((m, m))
+    for i in range(m):
+        gt = (draws[:, i : i + 1] > draws).sum(axis=0)
+        eq = (draws[:, i : i + 1] == draws).sum(axis=0)
+        out[i] = (gt + 0.5 * eq) / d
+    return out
+
+
+def _prob_best(draws: NDArray[np.float64]) -> NDArray[np.float64]:
+    d, m = draws.shape
+    return np.bincount(draws.argmax(axis=1), minlength=m) / d
+
+
+def _rank_sets(
+    draws: NDArray[np.float64], level: float
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Per-model rank quantiles at level 1 - (1 - level) / M (Bonferroni: simultaneous)."""
+    _d, m = draws.shape
+    ranks = (-draws).argsort(axis=1).argsort(axis=1) + 1  # rank of each model in each draw
+    alpha = (1 - level) / m
+    low = np.quantile(ranks, alpha / 2, axis=0, method="lower").astype(np.int64)
+    high = np.quantile(ranks, 1 - alpha / 2, axis=0, method="higher").astype(np.int64)
+    return low, high

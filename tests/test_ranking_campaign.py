@@ -1,0 +1,155 @@
+"""RankingCampaign: known values, label correction of a wrong majority, P(best), bad input."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import labelwise as lw
+from labelwise.ranking import synthetic_zoo
+
+
+def _label_all(camp: lw.RankingCampaign, labels: np.ndarray, batch: int = 10) -> None:
+    while camp.n_labelled < labels.size:
+        rows = camp.propose(min(batch, labels.size - camp.n_labelled))
+        camp.record(rows, labels[rows])
+
+
+def test_propose_distinct_never_repeated_and_ranking_fields() -> None:
+    zoo = synthetic_zoo([0.9, 0.8, 0.7, 0.6], 500, rng=0)
+    camp = lw.RankingCampaign(zoo.predictions, rng=0)
+    seen: set[int] = set()
+    for _ in range(5):
+        rows = camp.propose(10)
+        assert rows.dtype == np.int64 and np.unique(rows).size == 10
+        assert not seen & set(rows.tolist())
+        seen |= set(rows.tolist())
+        camp.record(rows, zoo.labels[rows])
+    r = camp.ranking()
+    assert r.prob_best is not None and r.prob_best.sum() == pytest.approx(1.0)
+    assert r.prob_beats is not None and r.prob_beats.shape == (4, 4)
+    np.testing.assert_allclose(r.prob_beats + r.prob_beats.T, 1.0)
+    assert r.rank_low is not None and r.rank_high is not None
+    assert np.all(r.rank_low <= r.rank) and np.all(r.rank <= r.rank_high)
+    assert r.n_labelled == 50 and r.method == "consensus-ppi"
+    assert np.all(r.ci_low <= r.accuracy) and np.all(r.accuracy <= r.ci_high)
+
+
+def test_every_input_labelled_gives_exact_accuracy() -> None:
+    zoo = synthetic_zoo([0.9, 0.85, 0.6], 120, rng=1)
+    for method in ("auto", "srs", "sds"):
+        camp = lw.RankingCampaign(zoo.predictions, method=method, rng=1)
+        _label_all(camp, zoo.labels, batch=17)
+        np.testing.assert_allclose(camp.ranking().accuracy, zoo.true_accuracy, atol=1e-12)
+
+
+def test_models_differing_on_few_inputs_ordered_by_those_inputs() -> None:
+    # three models agree everywhere except on 6 inputs; there A is right 6x, B 3x, C 0x
+    n = 2000
+    y = np.arange(n) % 5
+    pred = np.tile(y, (3, 1))
+    pred[:, :200] = (y[:200] + 1) % 5  # all wrong together on 200 inputs
+    diff = np.arange(1000, 1006)
+    pred[1, diff[3:]] = (y[diff[3:]] + 2) % 5
+    pred[2, diff] = (y[diff] + 3) % 5
+    camp = lw.RankingCampaign(pred, rng=3)
+    for _ in range(4):
+        rows = camp.propose(5)
+        camp.record(rows, y[rows])
+    # the disagreement rows are the only ones that separate the models: all proposed first
+    assert set(diff.tolist()) <= set(camp.rows.tolist())
+    r = camp.ranking()
+    assert r.order.tolist() == [0, 1, 2]
+    assert r.prob_best[0] == r.prob_best.max() and r.prob_best[2] < r.prob_best[1]
+
+
+def test_majority_wrong_on_one_class_is_corrected_by_labels() -> None:
+    # 5 models: on class 0 the three "herd" models say 1; the two others are right.
+    # the vote ranks the herd first; the labels must reverse that.
+    gen = np.random.default_rng(4)
+    n = 3000
+    y = gen.integers(0, 4, n)
+    pred = np.tile(y, (5, 1))
+    herd_wrong = y == 0
+    pred[:3, herd_wrong] = 1
+    noise = gen.random((5, n)) < np.array([0.02, 0.03, 0.04, 0.12, 0.14])[:, None]
+    pred[noise] = (y[np.nonzero(noise)[1]] + 2) % 4
+    true = (pred == y).mean(axis=1)
+    assert np.argmax(true) == 3  # the best model is outside the herd
+    vote = lw.RankingCampaign(pred, rng=0).ranking()
+    assert vote.order[0] in (0, 1, 2)  # without labels, the consensus trusts the herd
+    camp = lw.RankingCampaign(pred, rng=5)
+    for _ in range(8):
+        rows = camp.propose(10)
+        camp.record(rows, y[rows])
+    r = camp.ranking()
+    assert r.order[0] == 3 and r.order[1] == 4
+    assert r.prob_best[3] > 0.5
+
+
+@pytest.mark.slow
+def test_prob_best_is_calibrated() -> None:
+    """Bins of P(best) against how often that model was best, over 150 campaigns.
+
+    Tolerance: in every bin with >= 30 entries the observed share is within 0.15 of the mean
+    predicted probability, and the overall Brier score beats the uniform guess.
+    """
+    pred_p, hit = [], []
+    for rep in range(150):
+        gen = np.random.default_rng(rep)
+        acc = gen.uniform(0.7, 0.8, 5)
+        zoo = synthetic_zoo(acc, 2000, correlation=0.4, rng=gen)
+        camp = lw.RankingCampaign(zoo.predictions, rng=rep, n_draws=1000)
+        for _ in range(6):
+            rows = camp.propose(10)
+            camp.record(rows, zoo.labels[rows])
+        pb = camp.ranking().prob_best
+        best = zoo.true_accuracy == zoo.true_accuracy.max()
+        pred_p.extend(pb.tolist())
+        hit.extend(best.astype(float).tolist())
+    p, h = np.array(pred_p), np.array(hit)
+    edges = np.array([0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0001])
+    for lo, hi in itertools.pairwise(edges):
+        sel = (p >= lo) & (p < hi)
+        if sel.sum() >= 30:
+            assert abs(h[sel].mean() - p[sel].mean()) < 0.15, (lo, hi, h[sel].mean(), p[sel].mean())
+    assert np.mean((p - h) ** 2) < np.mean((0.2 - h) ** 2)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"predictions": np.zeros((1, 10), dtype=int)}, "at least 2 models"),
+        ({"predictions": np.zeros((2, 10), dtype=int), "method": "magic"}, "method must"),
+    ],
+)
+def test_bad_construction(kwargs: dict, match: str) -> None:
+    with pytest.raises(lw.LabelwiseError, match=match):
+        lw.RankingCampaign(**kwargs)
+
+
+def test_bad_records() -> None:
+    zoo = synthetic_zoo([0.9, 0.8, 0.7], 100, n_classes=3, rng=0)
+    camp = lw.RankingCampaign(zoo.predictions, rng=0)
+    rows = camp.propose(5)
+    unproposed = np.setdiff1d(np.arange(100), rows)[:2]
+    with pytest.raises(lw.LabelwiseError, match="never proposed"):
+        camp.record(unproposed, [0, 1])
+    with pytest.raises(lw.LabelwiseError, match=r"classes in \[0, 3\)"):
+        camp.record(rows, [0, 1, 2, 7, 0])
+    with pytest.raises(lw.LabelwiseError, match="one entry per row"):
+        camp.record(rows, [0, 1])
+    camp.record(rows, zoo.labels[rows])
+    with pytest.raises(lw.LabelwiseError, match="already recorded"):
+        camp.record(rows[:1], zoo.labels[rows[:1]])
+    with pytest.raises(lw.LabelwiseError, match="k must"):
+        camp.propose(0)
+
+
+def test_rank_models_unchanged() -> None:
+    pred = np.array([[0, 1, 1, 0], [0, 0, 1, 1]])
+    r = lw.rank_models(pred, [0, 1, 1, 1], rng=0)
+    assert r.prob_best is None and r.method == "labelled"
+    assert r.to_dict()["method"] == "labelled"
