@@ -5,6 +5,7 @@ These tests need no optional dependency: they also run in the base-only venv (ma
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import pkgutil
 import re
@@ -144,3 +145,47 @@ def test_every_hint_written_in_the_source_names_an_existing_extra() -> None:
     for group in named:
         for extra in group.split(","):
             assert extra in extras, f"a hint names the extra {extra!r}, not in pyproject.toml"
+
+
+def _cli_descriptions() -> dict[str, str]:
+    """Every subcommand's description, e.g. ``{"study quality": "..."}``."""
+    from labelwise.cli import build_parser
+
+    out: dict[str, str] = {}
+
+    def walk(parser: argparse.ArgumentParser, prefix: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    out[f"{prefix}{name}"] = sub.description or ""
+                    walk(sub, f"{prefix}{name} ")
+
+    walk(build_parser(), "")
+    return out
+
+
+def test_cli_help_hints_come_from_the_extras_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = _cli_descriptions()
+    needing = ("capture", "demo", "dependability", "quality", "study operational", "study quality")
+    for name in needing:
+        assert "pip install" in texts[name], name
+    assert "pip install --no-deps torchattacks" in texts["dependability"]
+    extras = _pyproject_extras()
+    for text in texts.values():
+        for extra in re.findall(r"labelwise\[([A-Za-z0-9_-]+)\]", text):
+            assert extra in extras
+    # without labelwise's metadata there is no extra to name: the hints fall back to packages
+    monkeypatch.setattr(_deps, "extras_table", lambda: {})
+    bare = _cli_descriptions()
+    assert not any("labelwise[" in text for text in bare.values())
+    assert "pip install torch" in bare["capture"]
+    assert "pip install mnist1d" in bare["study quality"]
+
+
+def test_building_the_cli_parser_imports_no_framework() -> None:
+    code = (
+        "import sys; from labelwise.cli import build_parser; build_parser().format_help(); "
+        f"print(' '.join(m for m in {FRAMEWORKS!r} if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert done.stdout.split() == []

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._deps import install_hint
 from ..io import load_array, save_array, write_json
 
 
@@ -20,7 +21,7 @@ def add_parser(sub: Any) -> None:
             "INPUTS (.npy). Writes OUT/activations.npy (float32, the last hidden layer: the "
             "input of the last Linear layer, or --layer's output), OUT/probabilities.npy "
             "(softmax; or OUT/outputs.npy with --head raw), OUT/predictions.npy and "
-            "OUT/capture.json. Needs: pip install 'labelwise[torch]'."
+            f"OUT/capture.json. Needs: {install_hint('torch', extra='torch')}."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )

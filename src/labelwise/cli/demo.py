@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .._deps import install_hint
+
 
 def add_parser(sub: Any) -> None:
     d = sub.add_parser(
@@ -15,7 +17,7 @@ def add_parser(sub: Any) -> None:
             "Trains a small CNN on half of scikit-learn's digits, builds an operational pile "
             "from the other half with a shift, then runs SRS, CSS and CES at one budget and "
             "prints each estimate, its interval and the true accuracy, followed by a repeated "
-            "comparison of their spread. Needs: pip install 'labelwise[torch]'."
+            f"comparison of their spread. Needs: {install_hint('torch', extra='torch')}."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._deps import install_hint
 from ..exceptions import LabelwiseError
 from ..io import load_array, read_labels_csv, write_json
 
@@ -24,8 +25,8 @@ def add_parser(sub: Any) -> None:
             "with --severity, weighted confusion; with --perturb, the confidence lost under "
             "perturbations and attacks; with --masks, occlusion-based interpretation precision "
             "and sensitivity. Prints a summary, writes OUT/dependability.json and PNG plots. "
-            "Needs: pip install 'labelwise[dependability]' and pip install --no-deps "
-            "torchattacks for the attacks."
+            f"Needs: {install_hint('captum', extra='dependability')}, and "
+            f"{install_hint('torchattacks')} for the attacks."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )

@@ -8,11 +8,15 @@ from typing import Any
 
 import numpy as np
 
+from .._deps import install_hint
 from ..exceptions import LabelwiseError
 from ..io import load_array, write_json
 
 
 def add_parser(sub: Any) -> None:
+    hints = " and ".join(
+        dict.fromkeys(install_hint(m, extra="torch") for m in ("sklearn", "torch"))
+    )
     q = sub.add_parser(
         "quality",
         help="test-set quality in the model's feature space (per class)",
@@ -23,7 +27,8 @@ def add_parser(sub: Any) -> None:
             "classic adequacy metrics (NC, KMNC, NBC, SNAC, TKNC) for comparison. Give saved "
             "features and probabilities, or --model with --train-inputs and --test-inputs "
             "(features = the last hidden layer). Prints a table, writes OUT/quality.json and "
-            "OUT/quality.png (box plots per class)."
+            "OUT/quality.png (box plots per class). Needs scikit-learn, and torch with --model: "
+            f"{hints}."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )

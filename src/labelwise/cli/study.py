@@ -8,10 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from .._deps import install_hint
 from ..io import write_json
 
 
 def add_parser(sub: Any) -> None:
+    hint = install_hint("mnist1d", extra="study")  # the studies need torch, sklearn, mnist1d
     st = sub.add_parser(
         "study",
         help="reproducible studies of the methods on models trained here",
@@ -27,8 +29,8 @@ def add_parser(sub: Any) -> None:
             "light, resolution) and a regression MLP (clean, patch, light), runs every method "
             "at sample sizes 35..180 with repeated draws, and prints the relative efficiency "
             "E = MSE(method) / MSE(SRS). Writes table.csv, table.json, small_piles.csv and "
-            "PNG plots of the estimator's spread against sample size. Needs: pip install "
-            "'labelwise[study]'."
+            "PNG plots of the estimator's spread against sample size. Needs: "
+            f"{hint}."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -47,8 +49,7 @@ def add_parser(sub: Any) -> None:
             "measures how well SDS, CES (best of n, an oracle), DDG, RDG and SRS rank the "
             "models (Spearman's rho, Jaccard of the top 10) with W/T/L of SDS against each; "
             "also the 4-model case and ranking by majority vote without labels. Writes "
-            "ranking_*.csv, comparative.json and ranking.png. Needs: pip install "
-            "'labelwise[study]'."
+            f"ranking_*.csv, comparative.json and ranking.png. Needs: {hint}."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -64,7 +65,7 @@ def add_parser(sub: Any) -> None:
             "prints the test-set quality of each (Table 1 layout: centroid, boundary, pair-wise "
             "boundary coverage, covariate shift, and NC/KMNC/NBC/SNAC/TKNC) and the accuracy "
             "of each model's head on generated centroid/boundary points (Table 2 layout). "
-            "Writes quality_study.json. Needs: pip install 'labelwise[study]'."
+            f"Writes quality_study.json. Needs: {hint}."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )

@@ -52,15 +52,15 @@ import math
 import os
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _plotting
-from .._results import _readonly
+from .._contract import JSON_OMIT, Result
 from .._validation import check_finite_array, check_int
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 
@@ -103,8 +103,11 @@ _DEFAULT_STRIDE = (2, 2)
 
 
 @dataclass(frozen=True, eq=False)
-class InterpretationResult:
+class InterpretationResult(Result):
     """``M_interpret`` and ``M_OccSen`` for one or more objects (arrays are read-only).
+
+    ``value`` is :attr:`interpret` (higher is better); ``occsen`` (higher is worse) is a
+    second figure. ``to_dict`` leaves out the position sets ``hot`` and ``occluding``.
 
     Attributes
     ----------
@@ -126,6 +129,8 @@ class InterpretationResult:
         Degenerate cases met (empty hot set, empty mask).
     """
 
+    higher_is_better: ClassVar[bool | None] = True
+
     interpret: float
     occsen: float
     per_image_interpret: NDArray[np.float64]
@@ -133,49 +138,28 @@ class InterpretationResult:
     n_hot: NDArray[np.int64]
     n_occluding: NDArray[np.int64]
     n_hot_occluding: NDArray[np.int64]
-    hot: NDArray[np.bool_]
-    occluding: NDArray[np.bool_]
+    hot: NDArray[np.bool_] = field(metadata=JSON_OMIT)
+    occluding: NDArray[np.bool_] = field(metadata=JSON_OMIT)
     rho: float | None = None
     window: tuple[int, int] | None = None
     stride: tuple[int, int] | None = None
     notes: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        for name in (
-            "per_image_interpret",
-            "per_image_occsen",
-            "n_hot",
-            "n_occluding",
-            "n_hot_occluding",
-            "hot",
-            "occluding",
-        ):
-            object.__setattr__(self, name, _readonly(np.asarray(getattr(self, name))))
+    @property
+    def value(self) -> float:
+        """The headline number: ``interpret`` (higher is better)."""
+        return self.interpret
 
     @property
     def n_images(self) -> int:
         return int(self.n_hot.size)
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable summary (the position sets are left out)."""
-        return {
-            "interpret": self.interpret,
-            "occsen": self.occsen,
-            "per_image_interpret": self.per_image_interpret.tolist(),
-            "per_image_occsen": self.per_image_occsen.tolist(),
-            "n_hot": self.n_hot.tolist(),
-            "n_occluding": self.n_occluding.tolist(),
-            "n_hot_occluding": self.n_hot_occluding.tolist(),
-            "rho": self.rho,
-            "window": None if self.window is None else list(self.window),
-            "stride": None if self.stride is None else list(self.stride),
-            "notes": list(self.notes),
-        }
-
 
 @dataclass(frozen=True, eq=False)
-class InterpretationSweep:
+class InterpretationSweep(Result):
     """Both metrics over a range of thresholds ``rho`` (arrays are read-only).
+
+    A curve, one value per threshold: ``value`` is None.
 
     Attributes
     ----------
@@ -195,6 +179,8 @@ class InterpretationSweep:
         Degenerate cases met.
     """
 
+    value_missing_reason: ClassVar[str] = "a sweep is a curve over thresholds, one value per rho"
+
     rhos: NDArray[np.float64]
     interpret: NDArray[np.float64]
     occsen: NDArray[np.float64]
@@ -206,17 +192,10 @@ class InterpretationSweep:
     stride: tuple[int, int]
     notes: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        for name in (
-            "rhos",
-            "interpret",
-            "occsen",
-            "per_image_interpret",
-            "per_image_occsen",
-            "n_hot",
-            "n_occluding",
-        ):
-            object.__setattr__(self, name, _readonly(np.asarray(getattr(self, name))))
+    @property
+    def value(self) -> None:
+        """None (see the class docstring)."""
+        return None
 
     def __len__(self) -> int:
         return int(self.rhos.size)
@@ -598,8 +577,11 @@ def plot_sweep(result: InterpretationSweep, path: str | os.PathLike[str]) -> Pat
 
 
 @dataclass(frozen=True, eq=False)
-class OcclusionHeatmaps:
+class OcclusionHeatmaps(Result):
     """Occlusion sensitivity heatmaps of N images (arrays are read-only).
+
+    The input of :func:`interpretation_metrics`, not a measurement: ``value`` is None.
+    ``to_dict`` leaves out the per-pixel ``attributions``.
 
     Attributes
     ----------
@@ -623,20 +605,23 @@ class OcclusionHeatmaps:
         (H, W).
     """
 
+    value_missing_reason: ClassVar[str] = (
+        "heatmaps are the input of interpretation_metrics, not a measurement"
+    )
+
     heatmaps: NDArray[np.float64]
     base_scores: NDArray[np.float64]
-    attributions: NDArray[np.float32]
+    attributions: NDArray[np.float32] = field(metadata=JSON_OMIT)
     targets: NDArray[np.int64] | None
     window: tuple[int, int]
     stride: tuple[int, int]
     baseline: float
     image_shape: tuple[int, int]
 
-    def __post_init__(self) -> None:
-        for name in ("heatmaps", "base_scores", "attributions"):
-            object.__setattr__(self, name, _readonly(np.asarray(getattr(self, name))))
-        if self.targets is not None:
-            object.__setattr__(self, "targets", _readonly(np.asarray(self.targets)))
+    @property
+    def value(self) -> None:
+        """None (see the class docstring)."""
+        return None
 
     def __len__(self) -> int:
         return int(self.heatmaps.shape[0])

@@ -44,15 +44,18 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .. import _plotting
-from .._results import _readonly
+from .._contract import JSON_OMIT, Result, _readonly
+from .._json import jsonable
 from .._validation import check_int
 from ..exceptions import LabelwiseError
 
@@ -115,11 +118,11 @@ def __dir__() -> list[str]:
 
 
 @dataclass(frozen=True, eq=False)
-class ConfidenceLoss:
+class ConfidenceLoss(Result):
     """Confidence loss of a network under input transformers (Sec. II-D).
 
     Arrays are read-only; per-input arrays have one row per input, per-transformer columns
-    follow ``transformers``.
+    follow ``transformers``. ``value`` is :attr:`mean` (lower is better).
 
     Attributes
     ----------
@@ -142,30 +145,39 @@ class ConfidenceLoss:
     labelled:
         Whether true labels were given.
     top_fraction:
-        Share of inputs behind ``top_mean`` (default 0.1).
+        Share of inputs behind ``top_mean`` (default 0.1), in (0, 1].
+
+    ``to_dict`` writes the summary figures, one ``{"name", "mean_loss", "n_worst"}`` row per
+    transformer under ``"transformers"`` and the per-input arrays (not
+    ``loss_by_transformer``).
     """
+
+    higher_is_better: ClassVar[bool | None] = False
+    _json_head: ClassVar[Mapping[str, Any]] = MappingProxyType({"metric": "confidence_loss"})
+    _json_properties: ClassVar[tuple[str, ...]] = (
+        "n_inputs",
+        "mean",
+        "maximum",
+        "n_top",
+        "top_mean",
+        "n_unharmed",
+    )
 
     transformers: tuple[str, ...]
     targets: NDArray[np.int64]
     p_before: NDArray[np.float64]
     p_after: NDArray[np.float64]
-    loss_by_transformer: NDArray[np.float64]
+    loss_by_transformer: NDArray[np.float64] = field(metadata=JSON_OMIT)
     loss: NDArray[np.float64]
     worst: NDArray[np.int64]
     labelled: bool
     top_fraction: float = 0.1
 
     def __post_init__(self) -> None:
+        if not 0 < self.top_fraction <= 1:  # also rejects NaN
+            raise LabelwiseError(f"top_fraction must be in (0, 1], got {self.top_fraction}")
         object.__setattr__(self, "transformers", tuple(str(t) for t in self.transformers))
-        for name in (
-            "targets",
-            "p_before",
-            "p_after",
-            "loss_by_transformer",
-            "loss",
-            "worst",
-        ):
-            object.__setattr__(self, name, _readonly(np.asarray(getattr(self, name))))
+        super().__post_init__()
 
     @property
     def n_inputs(self) -> int:
@@ -217,29 +229,17 @@ class ConfidenceLoss:
         return tuple(None if w < 0 else self.transformers[w] for w in self.worst)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict (per-input arrays included)."""
-        return {
-            "metric": "confidence_loss",
-            "n_inputs": self.n_inputs,
-            "labelled": self.labelled,
-            "mean": self.mean,
-            "maximum": self.maximum,
-            "top_fraction": self.top_fraction,
-            "n_top": self.n_top,
-            "top_mean": self.top_mean,
-            "n_unharmed": self.n_unharmed,
-            "transformers": [
-                {"name": name, "mean_loss": float(m), "n_worst": int(c)}
+        """The contract's dict, with one summary row per transformer under ``"transformers"``."""
+        out = super().to_dict()
+        out["transformers"] = jsonable(
+            [
+                {"name": name, "mean_loss": m, "n_worst": c}
                 for name, m, c in zip(
                     self.transformers, self.mean_by_transformer, self.n_worst, strict=True
                 )
-            ],
-            "targets": self.targets.tolist(),
-            "p_before": self.p_before.tolist(),
-            "p_after": self.p_after.tolist(),
-            "loss": self.loss.tolist(),
-            "worst": self.worst.tolist(),
-        }
+            ]
+        )
+        return out
 
     def table(self) -> str:
         """A plain-text summary: the three figures, then one row per transformer."""

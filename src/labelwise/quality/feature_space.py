@@ -17,7 +17,6 @@ convolutional layer); inputs with more than two dimensions are flattened per row
 
 from __future__ import annotations
 
-import importlib
 import math
 import warnings
 from collections.abc import Mapping
@@ -28,9 +27,10 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._contract import JSON_OMIT, Result, _readonly
+from .._contract import JSON_OMIT, Result
+from .._deps import require
 from .._validation import check_band, check_finite_array, check_int, check_rng
-from ..exceptions import DegenerateDataWarning, LabelwiseError, MissingDependencyError
+from ..exceptions import DegenerateDataWarning, LabelwiseError
 
 __all__ = [
     "BoundaryConditioning",
@@ -45,27 +45,7 @@ __all__ = [
     "pairwise_boundary_conditioning",
 ]
 
-_SKLEARN_HINT = 'pip install "labelwise[study]" (or: pip install scikit-learn)'
-
 # --------------------------------------------------------------------------- results
-
-
-def _jsonable_list(a: NDArray[Any]) -> list[Any]:
-    """``a.tolist()`` with NaN as ``None`` (strict JSON has no NaN)."""
-    if a.ndim > 1:
-        return [_jsonable_list(row) for row in a]
-    if a.dtype.kind == "f":
-        return [None if math.isnan(v) else float(v) for v in a]
-    return [v.item() for v in a]
-
-
-def _jsonable_float(x: float) -> float | None:
-    return None if math.isnan(x) else float(x)
-
-
-def _freeze(obj: Any, names: tuple[str, ...]) -> None:
-    for name in names:
-        object.__setattr__(obj, name, _readonly(np.asarray(getattr(obj, name))))
 
 
 @dataclass(frozen=True, eq=False)
@@ -239,7 +219,7 @@ class PairwiseBoundaryConditioning(Result):
 
 
 @dataclass(frozen=True, eq=False)
-class CovariateShift:
+class CovariateShift(Result):
     """Per-class Jensen-Shannon divergence between train and test features (read-only arrays).
 
     Attributes
@@ -259,8 +239,12 @@ class CovariateShift:
     n_components, n_samples, covariance_type:
         The requested settings.
     overall:
-        Overall summary: mean divergence over the classes where it is defined (NaN if none).
+        Overall summary: mean divergence over the classes where it is defined (NaN if none);
+        also the headline ``value``.
     """
+
+    higher_is_better: ClassVar[bool | None] = None
+    _json_head: ClassVar[Mapping[str, Any]] = MappingProxyType({"metric": "covariate_shift"})
 
     classes: NDArray[np.int64]
     divergence: NDArray[np.float64]
@@ -274,36 +258,10 @@ class CovariateShift:
     covariance_type: str
     overall: float
 
-    def __post_init__(self) -> None:
-        _freeze(
-            self,
-            (
-                "classes",
-                "divergence",
-                "std_error",
-                "n_train",
-                "n_test",
-                "components_train",
-                "components_test",
-            ),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict."""
-        return {
-            "metric": "covariate_shift",
-            "classes": self.classes.tolist(),
-            "divergence": _jsonable_list(self.divergence),
-            "std_error": _jsonable_list(self.std_error),
-            "n_train": self.n_train.tolist(),
-            "n_test": self.n_test.tolist(),
-            "components_train": self.components_train.tolist(),
-            "components_test": self.components_test.tolist(),
-            "n_components": self.n_components,
-            "n_samples": self.n_samples,
-            "covariance_type": self.covariance_type,
-            "overall": _jsonable_float(self.overall),
-        }
+    @property
+    def value(self) -> float:
+        """The headline number: ``overall`` (whether more is better depends on the purpose)."""
+        return self.overall
 
 
 # --------------------------------------------------------------------------- validation
@@ -653,13 +611,7 @@ def pairwise_boundary_conditioning(
 
 
 def _gaussian_mixture() -> Any:
-    try:
-        return importlib.import_module("sklearn.mixture").GaussianMixture
-    except ImportError as exc:
-        raise MissingDependencyError(
-            f"covariate_shift needs scikit-learn, which could not be imported ({exc}); "
-            f"install it with: {_SKLEARN_HINT}"
-        ) from exc
+    return require("sklearn.mixture", "covariate_shift", extra="study").GaussianMixture
 
 
 def _fit_mixture(

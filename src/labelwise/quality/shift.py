@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._results import _readonly
+from .._contract import Result
 from .._validation import check_finite_array, check_int, check_probability, check_rng
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 from .feature_space import _check_train_test
@@ -35,8 +37,10 @@ __all__ = ["MMDShift", "MMDTest", "mmd_shift", "mmd_test"]
 
 
 @dataclass(frozen=True, eq=False)
-class MMDTest:
+class MMDTest(Result):
     """A kernel two-sample test of "X and Y come from one distribution".
+
+    ``value`` is the ``statistic`` (MMD²); the decision is ``shifted``.
 
     Attributes
     ----------
@@ -61,6 +65,8 @@ class MMDTest:
         alpha when they do not).
     """
 
+    _json_head: ClassVar[Mapping[str, Any]] = MappingProxyType({"metric": "mmd_test"})
+
     statistic: float
     p_value: float
     null_mean: float
@@ -72,14 +78,17 @@ class MMDTest:
     level: float
     shifted: bool
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict."""
-        return {"metric": "mmd_test", **{k: getattr(self, k) for k in self.__dataclass_fields__}}
+    @property
+    def value(self) -> float:
+        """The headline number: ``statistic`` (whether more is better depends on the purpose)."""
+        return self.statistic
 
 
 @dataclass(frozen=True, eq=False)
-class MMDShift:
+class MMDShift(Result):
     """Per-class kernel MMD between train and test features (arrays are read-only).
+
+    ``value`` is ``overall_statistic``; the decision is ``overall_shifted``.
 
     Attributes
     ----------
@@ -109,6 +118,8 @@ class MMDShift:
         The settings.
     """
 
+    _json_head: ClassVar[Mapping[str, Any]] = MappingProxyType({"metric": "mmd_shift"})
+
     classes: NDArray[np.int64]
     statistic: NDArray[np.float64]
     p_value: NDArray[np.float64]
@@ -125,27 +136,11 @@ class MMDShift:
     n_permutations: int
     max_per_class: int
 
-    def __post_init__(self) -> None:
-        for name in (
-            "classes",
-            "statistic",
-            "p_value",
-            "adjusted_p",
-            "shifted",
-            "bandwidth",
-            "n_train",
-            "n_test",
-            "n_used",
-        ):
-            object.__setattr__(self, name, _readonly(getattr(self, name)))
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict (NaN as null once written with ``labelwise.io``)."""
-        from .._json import jsonable
-
-        out = {"metric": "mmd_shift"}
-        out.update({k: getattr(self, k) for k in self.__dataclass_fields__})
-        return dict(jsonable(out))
+    @property
+    def value(self) -> float:
+        """The headline number: ``overall_statistic`` (whether more is better depends on the
+        purpose)."""
+        return self.overall_statistic
 
 
 # --------------------------------------------------------------------------- core

@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._contract import Result
 from .._params import Interval, Param, validate_params
-from .._results import Selection, _readonly
+from .._results import Selection
 from .._validation import RNGLike, check_budget, check_model_predictions, check_rng
 from ..exceptions import LabelwiseError
 from ._candidates import candidate_count, check_fraction, draw_candidates, extend_candidates
@@ -52,8 +53,8 @@ _MAX_COUNT_CELLS = 1 << 26
 
 
 @dataclass(frozen=True, eq=False)
-class SDSDiscrimination:
-    """Steps 2-4 of Algorithm 1 (arrays are read-only).
+class SDSDiscrimination(Result):
+    """Steps 2-4 of Algorithm 1 (arrays are read-only; per-input scores, so ``value`` is None).
 
     Attributes
     ----------
@@ -68,15 +69,20 @@ class SDSDiscrimination:
         [-1, 1].
     """
 
+    value_missing_reason: ClassVar[str] = (
+        "per-input discrimination and model groups, not one measurement"
+    )
+
     votes: NDArray[np.int64]
     model_scores: NDArray[np.int64]
     top: NDArray[np.int64]
     bottom: NDArray[np.int64]
     discrimination: NDArray[np.float64]
 
-    def __post_init__(self) -> None:
-        for name in ("votes", "model_scores", "top", "bottom", "discrimination"):
-            object.__setattr__(self, name, _readonly(getattr(self, name)))
+    @property
+    def value(self) -> None:
+        """None (see the class docstring)."""
+        return None
 
 
 #: SDS's tuning parameters (defaults: the signature of :func:`sds_select`).
