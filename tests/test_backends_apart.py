@@ -83,6 +83,12 @@ def test_torch_names_are_reexported_lazily() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         labelwise.dependability.nope  # noqa: B018
+    # the one list of lazily re-exported names is the adapter's public API
+    from labelwise.adapters import attacks
+    from labelwise.dependability import robustness
+
+    assert set(attacks.__all__) == robustness._ADAPTER_NAMES
+    assert set(robustness.__all__) == {*attacks.__all__, "ConfidenceLoss", "plot_confidence_loss"}
 
 
 def test_extras_table_matches_pyproject() -> None:

@@ -47,7 +47,7 @@ from .interpretation import (
 )
 from .neuron import KActivationCoverage, NeuronKCoverage, UncoveredCells, k_activation_coverage
 from .patterns import ActivationPattern, GroupPattern, activation_pattern, plot_activation_pattern
-from .robustness import ConfidenceLoss, plot_confidence_loss
+from .robustness import _ADAPTER_NAMES, ConfidenceLoss, plot_confidence_loss
 from .scenario import (
     ProjectionTable,
     ScenarioCoverage,
@@ -117,23 +117,7 @@ if TYPE_CHECKING:
     from ..adapters.occlusion import occlusion_heatmaps
 
 # name -> adapter module that defines it (runs a model; imported on first use)
-_LAZY = {
-    **dict.fromkeys(
-        (
-            "DEFAULT_TRANSFORMERS",
-            "FGSM",
-            "PGD",
-            "Brightness",
-            "DeepFool",
-            "GaussianNoise",
-            "Patch",
-            "Rotation",
-            "confidence_loss",
-        ),
-        "attacks",
-    ),
-    "occlusion_heatmaps": "occlusion",
-}
+_LAZY = {**dict.fromkeys(_ADAPTER_NAMES, "attacks"), "occlusion_heatmaps": "occlusion"}
 
 
 def __getattr__(name: str) -> Any:

@@ -14,16 +14,10 @@ the most negative one, then averages over the inputs. labelwise follows the auth
   transformer its average loss and how often it did the most harm.
 
 Transformers
-    :class:`FGSM`, :class:`PGD` and :class:`DeepFool` wrap ``torchattacks`` (install it with
-    ``pip install --no-deps torchattacks``; its declared torchvision dependency is not needed).
-    torchattacks assumes inputs scaled to [0, 1] and clamps its adversarial inputs there, so
-    these transformers require every input value to lie in [0, 1] (a :class:`LabelwiseError`
-    otherwise). They attack the true label when labels are given, else the model's prediction.
-    :class:`GaussianNoise`, :class:`Brightness`, :class:`Rotation` and :class:`Patch` are written
-    in torch here; noise and brightness clamp their output to ``bounds`` (default ``(0, 1)``,
-    ``None`` for no clamping). Any callable ``(x: Tensor) -> Tensor`` returning a tensor of the
-    same shape is a transformer too; its name is its ``__name__`` (pass a mapping
-    ``{name: transformer}`` to choose names).
+    :class:`FGSM`, :class:`PGD` and :class:`DeepFool` (torchattacks, inputs in [0, 1]),
+    :class:`GaussianNoise`, :class:`Brightness`, :class:`Rotation`, :class:`Patch`, or any
+    callable ``(x: Tensor) -> Tensor`` keeping the shape: see :mod:`labelwise.adapters.attacks`
+    for what each does and how to install torchattacks.
 
 The model must return logits of shape (N, C), C >= 2 (softmax is applied here).
 
