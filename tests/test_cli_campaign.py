@@ -90,12 +90,12 @@ def test_campaign_next_estimate_in_parts_matches_the_api(
     part1 = _write_labels(d.parent / "l1.csv", first[:8], [int(y[r]) for r in first[:8]], bom=True)
     code, out, err = _run(["estimate", d, "--labels", part1], capsys)
     assert code == 0, err
-    assert "estimate from 8 labelled rows" in out and "12 proposed rows awaiting labels" in out
+    assert "estimate from 8 labelled rows" in out and "12 awaiting labels" in out
     rest = first[::-1]
     part2 = _write_labels(d.parent / "l2.csv", rest, [int(y[r]) for r in rest])
     code, out, err = _run(["estimate", d, "--labels", part2], capsys)
     assert code == 0, err
-    assert "12 new labels recorded; 20 labelled, 0 proposed rows awaiting labels" in out
+    assert "12 new labels; 20 labelled, 0 awaiting labels" in out
     assert "these 20 labels are worth about" in out and "random ones" in out
 
     code, out, err = _run(["next", d, "--batch", 30], capsys)
@@ -169,7 +169,7 @@ def test_bad_labels_are_errors_and_leave_the_state(
     assert _state(d) == before
     # and the campaign goes on from where it was
     code, out, err = _run(["estimate", d, "--labels", good], capsys)
-    assert code == 0 and "0 new labels recorded; 5 labelled" in out
+    assert code == 0 and "0 new labels; 5 labelled" in out
 
 
 def test_bad_inputs_are_errors(pile: dict, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -210,6 +210,10 @@ def test_bad_inputs_are_errors(pile: dict, tmp_path: Path, capsys: pytest.Captur
         ["campaign", d, "--activations", acts, "--probs", probs, "--seed", "1"], capsys
     )
     assert code != 0 and "already holds a campaign; use --force" in err
+    assert _state(d) == before
+    np.save(acts, pile["acts"][::-1].copy())  # the recorded source changed under the campaign
+    code, _, err = _run(["next", d, "--batch", 5], capsys)
+    assert code != 0 and "changed since the campaign was made (sha256 differs)" in err
     assert _state(d) == before
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,18 +39,19 @@ def add_parser(sub: Any) -> None:
     c = sub.add_parser(
         "campaign",
         help="start a sequential labelling campaign (then: next, estimate)",
-        description=(
+        description=textwrap.fill(
             "Start a sequential labelling campaign in DIR: 'labelwise next DIR' proposes the "
             "rows to label a batch at a time, 'labelwise estimate DIR --labels labels.csv' "
             "records the labels (in parts, any order) and estimates the accuracy with its "
             "interval and effective sample size, after every batch. Unlike 'select', the "
-            "design learns from the labels: later batches go where the model's errors are "
-            "least certain. Records the source files with their sha256 and the campaign's "
-            "state in DIR/campaign.state.json."
+            "design learns from the labels: later batches go to the strata where the model's "
+            "correctness is most uncertain. Records the source files with their sha256 and "
+            "the campaign's state in DIR/campaign.state.json.",
+            88,
         ),
         epilog=(
             "methods:\n"
-            "  auto            model-assisted (the study's best: labelwise study operational)\n"
+            "  auto            model-assisted (lowest mean E in the campaign study)\n"
             "  stratified      strata from the activations and probabilities, Neyman allocation\n"
             "  proportional    the same strata, proportional allocation\n"
             "  model-assisted  stratified + a surrogate of the score fitted on the labels\n"
@@ -409,9 +411,9 @@ def format_campaign_estimate(est: Estimate, doc: dict[str, Any], st: CampaignSta
     lines = [format_estimate(est)]
     lines.append(f"  {'worth':<18}{worth_in_words(est)}")
     lines.append(
-        f"  {'campaign':<18}{c['new_labels']} new labels recorded; {c['n_recorded']} labelled, "
-        f"{c['n_pending']} proposed rows awaiting labels, "
-        f"{c['population_size'] - c['n_proposed']:,} never proposed"
+        f"  {'campaign':<18}{c['new_labels']} new labels; {c['n_recorded']} labelled, "
+        f"{c['n_pending']} awaiting labels, {c['population_size'] - c['n_proposed']:,} "
+        "never proposed"
     )
     for note in est.notes:
         lines.append(f"  {'note':<18}{note}")
@@ -427,9 +429,9 @@ def format_campaign_estimate(est: Estimate, doc: dict[str, Any], st: CampaignSta
         lines += [
             "",
             f"  anytime-valid {pct} interval [{any_['ci_low']:.4f}, {any_['ci_high']:.4f}] "
-            f"({any_['interval']})",
-            "  a confidence sequence: it stays valid however often you look and whenever you "
-            "stop, so --until-halfwidth uses it (it is wider than the interval above)",
+            f"({any_['interval']}):",
+            "  a confidence sequence, valid however often you look and whenever you stop",
+            "  (so --until-halfwidth uses it; it is wider than the interval above)",
             f"  {verdict}",
         ]
     return "\n".join(lines)
