@@ -13,6 +13,7 @@ from labelwise.experiments.operational import (
     OperationalStudy,
     StudyConfig,
     format_table,
+    operational_methods,
     run_operational_study,
     write_outputs,
 )
@@ -131,6 +132,57 @@ def test_operational_study_tiny_configuration(tmp_path: Path) -> None:
         config, contexts=builders, small_contexts=builders[:1], progress=False, log=logs.append
     )
     assert again.table_rows() == rows
+
+
+def test_operational_study_has_a_campaign_row_with_coverage_and_width() -> None:
+    config = StudyConfig(sizes=(35, 60), repetitions=6, small_piles=2, small_repetitions=3)
+    builders = [lambda seed: synthetic(seed, name="A")]
+    study = run_operational_study(
+        config, contexts=builders, small_contexts=[], progress=False, log=lambda s: None
+    )
+    (row,) = study.table_rows()
+    methods = ["SRS", "CSS", "CES", "CES-Eq8", "CES-common", "Campaign"]
+    assert [m.name for m in operational_methods()] == methods
+    assert 0 < row["E(Campaign/SRS)"] < 10
+    for m in methods:
+        assert 0 <= row[f"cov({m})"] <= 1
+        assert m == "SRS" or row[f"w({m})"] > 0
+    res = study.results[0]
+    assert row["w(Campaign)"] == pytest.approx(res.width_ratio("Campaign"))
+    assert row["cov(SRS)"] == pytest.approx(res.coverage("SRS").mean())
+    table = format_table(study)
+    assert "E(Campaign/SRS)" in table and "Intervals: coverage" in table
+    line = next(ln for ln in table.splitlines() if ln.strip().startswith("mean"))
+    assert f"{row['cov(Campaign)']:.2f} / {row['w(Campaign)']:.2f}" in line
+    # repetition r of the campaign (method index 5) is Campaign(..., rng=SeedSequence([0, 5, r]))
+    pop = builders[0](0)
+    for r in range(config.repetitions):
+        camp = lw.Campaign(
+            pop.activations,
+            np.asarray(pop.confidences).reshape(-1, 1),
+            rng=np.random.default_rng(np.random.SeedSequence([0, 5, r])),
+        )
+        for j, n in enumerate(config.sizes):
+            rows = camp.propose(n - camp.n_proposed)
+            camp.record(rows, pop.scores[rows])
+            est = camp.estimate()
+            assert res.estimates["Campaign"][r, j] == pytest.approx(est.value)
+            assert res.ci_high["Campaign"][r, j] == pytest.approx(est.ci_high)
+    # the paper's methods keep their seeds and numbers with the campaign added
+    without = run_operational_study(
+        config,
+        methods=default_methods(),
+        contexts=builders,
+        small_contexts=[],
+        progress=False,
+        log=lambda s: None,
+    )
+    for key in ("E(CES/SRS)", "E(CSS/SRS)", "cov(SRS)", "w(CES)"):
+        assert without.table_rows()[0][key] == row[key]
+    again = run_operational_study(
+        config, contexts=builders, small_contexts=[], progress=False, log=lambda s: None
+    )
+    assert again.table_rows() == [row]
 
 
 def test_default_methods_are_the_papers() -> None:

@@ -9,6 +9,10 @@ Layout (every file written atomically)::
     DIR/estimate.json    the last estimate
     DIR/ranking.json     the last ranking
     DIR/<name>.state.json / <name>.state.npz   other state, e.g. a sequential campaign's
+    DIR/campaign.state.json   a sequential campaign (``labelwise campaign``): its sources, its
+                         state (:meth:`labelwise.Campaign.to_dict`) and the labels recorded
+
+A directory holds a selection or a campaign, never both.
 
 The CLI, the demo and (later) campaigns all read and write a selection through
 :class:`Workspace`; nothing else knows the file names.
@@ -42,6 +46,7 @@ TO_LABEL = "to_label.csv"
 LABELS = "labels.csv"
 ESTIMATE = "estimate.json"
 RANKING = "ranking.json"
+CAMPAIGN = "campaign"  # state name: DIR/campaign.state.json
 
 
 class Workspace:
@@ -55,22 +60,46 @@ class Workspace:
         self.path = Path(directory)
         self.sources: dict[str, Any] = {}
         self.seed: Any = None
+        self.kind = "selection"
 
     # ---------------------------------------------------------------------- creating
 
     @classmethod
     def create(
-        cls, directory: str | Path, *, force: bool = False, what: str = "--out"
+        cls,
+        directory: str | Path,
+        *,
+        force: bool = False,
+        what: str = "--out",
+        kind: str = "selection",
     ) -> Workspace:
-        """A new workspace; an existing selection in ``directory`` needs ``force``."""
+        """A new workspace for a ``kind`` (``"selection"`` or ``"campaign"``).
+
+        An existing one of the same kind in ``directory`` needs ``force``; one of the other
+        kind is always an error (a directory holds one or the other).
+        """
         ws = cls(directory)
+        ws.kind = kind
         if ws.path.exists() and not ws.path.is_dir():
             raise LabelwiseError(f"{what} {ws.path} exists and is not a directory")
-        if (ws.path / SELECTION).exists() and not force:
+        held = ws.holds()
+        if held is not None and held != kind:
             raise LabelwiseError(
-                f"{what} {ws.path} already holds a selection; use --force to overwrite"
+                f"{what} {ws.path} already holds a {held}; a {kind} needs its own directory"
+            )
+        if held == kind and not force:
+            raise LabelwiseError(
+                f"{what} {ws.path} already holds a {kind}; use --force to overwrite"
             )
         return ws
+
+    def holds(self) -> str | None:
+        """``"selection"``, ``"campaign"`` or None: what this directory already holds."""
+        if (self.path / SELECTION).is_file():
+            return "selection"
+        if (self.path / f"{CAMPAIGN}.state.json").is_file():
+            return "campaign"
+        return None
 
     @classmethod
     def open(cls, directory: str | Path, what: str = "DIR") -> tuple[Workspace, Selection]:
@@ -106,8 +135,8 @@ class Workspace:
         arr = load_array(path, f"{key} recorded in {SELECTION}")
         if file_digest(path) != info.get("sha256"):
             raise LabelwiseError(
-                f"{path} changed since the selection was made (sha256 differs); extending would "
-                "not continue the same selection"
+                f"{path} changed since the {self.kind} was made (sha256 differs); going on "
+                f"would not continue the same {self.kind}"
             )
         return arr
 
@@ -115,9 +144,7 @@ class Workspace:
 
     def write_selection(self, sel: Selection, *, new_from: int = 0) -> None:
         """``selection.json`` and ``to_label.csv``; rows from position ``new_from`` on are new."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        rows = [[i + 1, int(r), int(i >= new_from)] for i, r in enumerate(sel.indices)]
-        write_csv(self.path / TO_LABEL, ["order", "row", "new"], rows)
+        self.write_to_label(sel.indices, new_from=new_from)
         write_json(
             self.path / SELECTION,
             {
@@ -127,6 +154,13 @@ class Workspace:
                 "selection": sel.to_dict(),
             },
         )
+
+    def write_to_label(self, rows: NDArray[Any], *, new_from: int = 0) -> Path:
+        """``to_label.csv``: order,row,new; rows from position ``new_from`` on have new = 1."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        body = [[i + 1, int(r), int(i >= new_from)] for i, r in enumerate(rows)]
+        write_csv(self.path / TO_LABEL, ["order", "row", "new"], body)
+        return self.path / TO_LABEL
 
     @property
     def to_label(self) -> Path:

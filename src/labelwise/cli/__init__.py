@@ -14,7 +14,18 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..exceptions import LabelwiseError, MissingDependencyError
-from . import capture, demo, dependability, estimate, quality, rank, select, study
+from . import (
+    campaign,
+    capture,
+    demo,
+    dependability,
+    estimate,
+    next_batch,
+    quality,
+    rank,
+    select,
+    study,
+)
 from ._common import check_seed
 
 __all__ = ["build_parser", "main"]
@@ -27,9 +38,25 @@ typical session:
   # label the rows listed in sel/to_label.csv, save them as labels.csv (row,label)
   labelwise estimate sel --labels labels.csv
   labelwise select --extend sel --budget 50      # 50 more labels, same method
+
+sequential campaign (the design learns from the labels; stop when the interval is narrow):
+  labelwise campaign camp --activations cap/activations.npy --probs cap/probabilities.npy
+  labelwise next camp --batch 20                 # label the new rows of camp/to_label.csv
+  labelwise estimate camp --labels labels.csv --until-halfwidth 0.02
 """
 
-SUBCOMMANDS = (select, estimate, rank, capture, dependability, quality, demo, study)
+SUBCOMMANDS = (
+    select,
+    campaign,
+    next_batch,
+    estimate,
+    rank,
+    capture,
+    dependability,
+    quality,
+    demo,
+    study,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,16 +22,24 @@ from ._common import check_probabilities
 def add_parser(sub: Any) -> None:
     e = sub.add_parser(
         "estimate",
-        help="estimate accuracy (or 1-MSE) from the labels of a selection",
+        help="estimate accuracy (or 1-MSE) from the labels of a selection or campaign",
         description=(
             "Estimate the model's accuracy on the whole pile from the labelled rows of a "
             "selection. LABELS is a CSV with a 'row' column and one of 'label' (class index; "
             "accuracy), 'target' (regression target; 1-MSE, with MSE and RMSE) or 'score' "
-            "(per-row score H). Prints a table and writes DIR/estimate.json."
+            "(per-row score H). Prints a table and writes DIR/estimate.json. When DIR holds a "
+            "campaign ('labelwise campaign'), LABELS may hold any part of the proposed rows: "
+            "they are recorded (a row labelled again must keep its label), and the estimate "
+            "comes with its effective sample size; --until-halfwidth then says whether to stop."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    e.add_argument("dir", type=Path, help="selection directory written by 'labelwise select'")
+    e.add_argument(
+        "dir",
+        type=Path,
+        help="selection directory ('labelwise select') or campaign directory "
+        "('labelwise campaign')",
+    )
     e.add_argument(
         "--labels", type=Path, required=True, help="CSV: row,label | row,target | row,score"
     )
@@ -44,12 +52,27 @@ def add_parser(sub: Any) -> None:
     e.add_argument("--n-classes", type=int, help="number of classes, to reject unknown labels")
     e.add_argument("--confidence", type=float, default=0.95, help="confidence level")
     e.add_argument(
+        "--until-halfwidth",
+        type=float,
+        metavar="H",
+        help="campaigns only: say whether to stop labelling, i.e. whether the anytime-valid "
+        "interval (a confidence sequence, valid however often you look) has half-width <= H",
+    )
+    e.add_argument(
         "--json", action="store_true", help="print the estimate as JSON instead of a table"
     )
     e.set_defaults(func=cmd_estimate)
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
+    if Workspace(args.dir).holds() == "campaign":
+        from .campaign import estimate_campaign
+
+        return estimate_campaign(args)
+    if args.until_halfwidth is not None:
+        raise LabelwiseError(
+            "--until-halfwidth applies to campaigns ('labelwise campaign'), not to a selection"
+        )
     ws, sel = Workspace.open(args.dir)
     kind, ordered = ws.read_labels(args.labels, sel)
     scores, metric = _scores(args, ws, sel, kind, ordered)

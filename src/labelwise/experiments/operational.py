@@ -10,6 +10,9 @@ Contexts (each model trains in seconds on 2 CPU cores):
   (rows 9-16's shifts).
 - A regression MLP (Driving analogue; accuracy is 1-MSE, CSS does not apply): clean, patch
   and light (rows 7-12).
+- A sequential :class:`labelwise.Campaign` (method ``auto``) as one more method, beside the
+  paper's: its E, and for every method the coverage of its 95 % interval and
+  w = mean reported half-width / SRS's.
 - Small piles (Sec. 4.3.4, Table 3): 100 -> 30 and 300 -> 50 labels from random piles of the
   MNIST-1D Mutant 8-0 and regression-patch contexts, CES with the KL objective and p = 5.
 """
@@ -26,9 +29,23 @@ import numpy as np
 
 from .._plotting import pyplot, save_figure
 from ..io import write_csv, write_json
-from .study import PAPER_SIZES, MethodSpec, Population, StudyResult, default_methods, run_study
+from .study import (
+    PAPER_SIZES,
+    CampaignSpec,
+    MethodSpec,
+    Population,
+    StudyResult,
+    default_methods,
+    run_study,
+)
 
-__all__ = ["OperationalStudy", "StudyConfig", "build_populations", "run_operational_study"]
+__all__ = [
+    "OperationalStudy",
+    "StudyConfig",
+    "build_populations",
+    "operational_methods",
+    "run_operational_study",
+]
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,7 @@ def _digits(shift: str) -> Builder:
             (ctx.predictions == ctx.labels).astype(np.float64),
             ctx.activations,
             ctx.probabilities.max(axis=1),
+            probabilities=ctx.probabilities,
         )
 
     return build
@@ -87,6 +105,7 @@ def _mnist1d(mutant: str | None) -> Builder:
             (ctx.predictions == ctx.labels).astype(np.float64),
             ctx.activations,
             ctx.probabilities.max(axis=1),
+            probabilities=ctx.probabilities,
         )
 
     return build
@@ -131,6 +150,14 @@ def build_populations(seed: int = 0) -> list[Population]:
     return [b(seed) for b in CONTEXTS]
 
 
+def operational_methods() -> list[MethodSpec]:
+    """The paper's methods (:func:`.study.default_methods`), then a sequential Campaign.
+
+    The campaign comes last, so the paper's methods keep their seeds (and their numbers).
+    """
+    return [*default_methods(), CampaignSpec("Campaign", "auto")]
+
+
 @dataclass
 class OperationalStudy:
     config: StudyConfig
@@ -143,6 +170,8 @@ class OperationalStudy:
         for i, r in enumerate(self.results, start=1):
             p = r.population
             eff = {m: r.efficiency(m) for m in r.estimates if m != "SRS"}
+            cov = {m: float(r.coverage(m).mean()) for m in r.estimates}
+            wid = {m: r.width_ratio(m) for m in r.estimates if m != "SRS"}
             rows.append(
                 {
                     "no": i,
@@ -152,6 +181,8 @@ class OperationalStudy:
                     "metric": p.metric,
                     "actual": p.truth,
                     **{f"E({m}/SRS)": v for m, v in eff.items()},
+                    **{f"cov({m})": v for m, v in cov.items()},
+                    **{f"w({m})": v for m, v in wid.items()},
                 }
             )
         return rows
@@ -168,7 +199,7 @@ def run_operational_study(
 ) -> OperationalStudy:
     """Build every context, run every method at every size, and the small-pile cases."""
     t0 = time.perf_counter()
-    methods = list(default_methods() if methods is None else methods)
+    methods = list(operational_methods() if methods is None else methods)
     study = OperationalStudy(config=config)
     for build in contexts:
         t = time.perf_counter()
@@ -268,6 +299,7 @@ def format_table(study: OperationalStudy) -> str:
         f"{study.config.sizes[0]}..{study.config.sizes[-1]}, "
         f"{study.config.repetitions} repetitions each."
     )
+    lines += ["", *_interval_table(study, rows)]
     if study.small:
         lines += [
             "",
@@ -282,6 +314,39 @@ def format_table(study: OperationalStudy) -> str:
                 f"{s['E_mean']:>10.3f}{s['E_sd']:>8.3f}{s['E_max']:>9.3f}"
             )
     return "\n".join(lines)
+
+
+def _interval_table(study: OperationalStudy, rows: list[dict[str, Any]]) -> list[str]:
+    """Per context and method: coverage of the 95 % interval and w (half-width / SRS's)."""
+    methods = list(dict.fromkeys(k[4:-1] for r in rows for k in r if k.startswith("cov(")))
+    if not methods:
+        return []
+    width = max(13, *(len(m) + 2 for m in methods))
+    head = f"{'No.':>3}  {'Context / operational':<36}" + "".join(f"{m:>{width}}" for m in methods)
+    out = [
+        "Intervals: coverage of the reported 95% interval (nominal 0.95) / w = mean half-width "
+        "relative to SRS's",
+        head,
+        "-" * len(head),
+    ]
+
+    def cell(r: dict[str, Any], m: str) -> str:
+        if f"cov({m})" not in r:
+            return f"{'n/a':>{width}}"
+        w = r.get(f"w({m})", 1.0)
+        return f"{r[f'cov({m})']:.2f} / {w:.2f}".rjust(width)
+
+    for r in rows:
+        name = f"{r['context']} / {r['model']} / {r['operational']}"[:35]
+        out.append(f"{r['no']:>3}  {name:<36}" + "".join(cell(r, m) for m in methods))
+    means = []
+    for m in methods:
+        have = [r for r in rows if f"cov({m})" in r]
+        cov = np.mean([r[f"cov({m})"] for r in have])
+        w = np.mean([r.get(f"w({m})", 1.0) for r in have])
+        means.append(f"{cov:.2f} / {w:.2f}".rjust(width))
+    out.append(f"{'':>3}  {'mean':<36}" + "".join(means))
+    return out
 
 
 def _w(header: str) -> int:

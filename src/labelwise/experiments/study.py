@@ -6,7 +6,9 @@ sample sizes 35, 40, ..., 180, repeated 50 times; MSE(n) = mean over repetitions
 the sizes (Table 1). A sequential method (SRS, CES) gives every size from the prefixes of
 one run, as in the authors' scripts; CSS is drawn afresh at every size. Every selection
 comes from the registered select function (:mod:`labelwise.registry`) and every estimate
-from :func:`labelwise.estimate`; the demo uses the same harness.
+from :func:`labelwise.estimate`; the demo uses the same harness. A :class:`CampaignSpec`
+runs a sequential :class:`labelwise.Campaign` instead: it proposes up to each size in turn,
+records the true scores and reports its own estimate and interval.
 
 NumPy core: a :class:`Population` holds per-row scores and what the methods need.
 """
@@ -31,6 +33,7 @@ from ..exceptions import LabelwiseError
 
 __all__ = [
     "PAPER_SIZES",
+    "CampaignSpec",
     "MethodSpec",
     "Population",
     "StudyResult",
@@ -48,7 +51,8 @@ class Population:
 
     ``scores`` is H per row (1/0 correctness, or 1 - squared error); ``activations`` the last
     hidden layer (for CES); ``confidences`` the top softmax probability or (N, C) probabilities
-    (for CSS; None for regression, where CSS does not apply).
+    (for CSS; None for regression, where CSS does not apply); ``probabilities`` the (N, C)
+    class probabilities, for a :class:`CampaignSpec` (default: ``confidences`` as columns).
     """
 
     name: str
@@ -58,11 +62,12 @@ class Population:
     activations: NDArray[Any] | None = None
     confidences: NDArray[Any] | None = None
     metric: str = "accuracy"
+    probabilities: NDArray[Any] | None = None
 
     def __post_init__(self) -> None:
         s = np.asarray(check_finite_array(self.scores, "scores", ndim=1), dtype=np.float64)
         object.__setattr__(self, "scores", s)
-        for name in ("activations", "confidences"):
+        for name in ("activations", "confidences", "probabilities"):
             arr = getattr(self, name)
             if arr is not None and np.shape(arr)[0] != s.size:
                 raise LabelwiseError(f"{name} must have one row per score ({s.size})")
@@ -124,6 +129,60 @@ class MethodSpec:
         return out
 
 
+@dataclass(frozen=True)
+class CampaignSpec(MethodSpec):
+    """A sequential :class:`labelwise.Campaign`: ``kind`` is its method (``"auto"``, ...).
+
+    ``params`` go to the Campaign (``n_strata``, ``min_stratum_size``). One repetition is one
+    campaign: it proposes up to the first size, records the true scores, estimates, then
+    proposes up to the next size, and so on (so the sizes share their rows, as for CES).
+    """
+
+    @property
+    def method(self) -> registry.Method:
+        raise LabelwiseError(f"a campaign ({self.kind!r}) is not a registry method")
+
+    def applies_to(self, pop: Population) -> bool:
+        return pop.activations is not None
+
+    def selections(
+        self, pop: Population, sizes: Sequence[int], gen: np.random.Generator
+    ) -> list[Selection]:
+        raise LabelwiseError("a campaign makes no Selection; use estimates()")
+
+    def estimates(
+        self, pop: Population, sizes: Sequence[int], gen: np.random.Generator
+    ) -> NDArray[np.float64]:
+        from ..campaign import Campaign
+
+        camp = Campaign(
+            _need(pop.activations, "activations"),
+            _campaign_probabilities(pop),
+            method=self.kind,
+            rng=gen,
+            **self.params,
+        )
+        out = np.empty((len(sizes), 3))
+        for i, n in enumerate(sizes):
+            rows = camp.propose(n - camp.n_proposed)
+            camp.record(rows, pop.scores[rows])
+            est = camp.estimate()
+            out[i] = est.value, est.ci_low, est.ci_high
+        return out
+
+
+def _campaign_probabilities(pop: Population) -> NDArray[Any] | None:
+    """(N, C) probabilities for a campaign: ``probabilities``, else ``confidences`` as columns
+    (a 1-D top-class confidence becomes one column: all the campaign reads from it then is the
+    model's confidence); None for regression."""
+    if pop.probabilities is not None:
+        return pop.probabilities
+    if pop.confidences is None or pop.metric != "accuracy":
+        return None
+    conf = np.asarray(pop.confidences)
+    return conf if conf.ndim == 2 else conf.reshape(-1, 1)
+
+
 def prefix(selection: Selection, n: int) -> Selection:
     """The first ``n`` rows of a selection whose every prefix is a selection (SRS, CES)."""
     if n == selection.budget:
@@ -182,6 +241,17 @@ class StudyResult:
         """Root MSE at every size (the paper's plotted standard deviation, Figs. 3, 4, 7)."""
         return np.sqrt(self.mse(method))
 
+    def halfwidth(self, method: str) -> NDArray[np.float64]:
+        """Mean reported interval half-width over repetitions, at every size."""
+        return np.asarray(np.mean((self.ci_high[method] - self.ci_low[method]) / 2, axis=0))
+
+    def width_ratio(self, method: str, baseline: str = "SRS") -> float:
+        """w = mean half-width / the baseline's mean half-width per size, averaged over sizes.
+
+        Below 1: the method reports narrower intervals than SRS (read it with coverage).
+        """
+        return float(np.mean(self.halfwidth(method) / self.halfwidth(baseline)))
+
     def mean_estimate(self, method: str) -> NDArray[np.float64]:
         return np.asarray(self.estimates[method].mean(axis=0))
 
@@ -204,6 +274,10 @@ class StudyResult:
             "sizes": list(self.sizes),
             "repetitions": int(next(iter(self.estimates.values())).shape[0]),
             "efficiency": {m: self.efficiency(m) for m in methods if "SRS" in self.estimates},
+            "coverage": {m: self.coverage(m).tolist() for m in methods if m in self.ci_low},
+            "width_ratio": {
+                m: self.width_ratio(m) for m in methods if "SRS" in self.ci_low and m in self.ci_low
+            },
             "rmse": {m: self.sd(m).tolist() for m in methods},
             "mean_estimate": {m: self.mean_estimate(m).tolist() for m in methods},
         }

@@ -1,0 +1,451 @@
+"""``labelwise campaign``: start a sequential labelling campaign in a directory.
+
+The campaign (:class:`labelwise.Campaign`) proposes rows batch by batch (``labelwise next``),
+and ``labelwise estimate DIR --labels ...`` records the labels and estimates. Its state lives
+in ``DIR/campaign.state.json`` (written atomically through
+:class:`labelwise.workspace.Workspace`): the source files with their sha256, the campaign's
+own state and the labels recorded so far. This module also holds what ``next`` and
+``estimate`` share: loading and saving that state, and turning labels into scores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .. import __version__
+from .._json import dumps
+from .._results import Estimate
+from .._validation import check_finite_array
+from ..campaign import Campaign
+from ..campaign.campaign import METHODS
+from ..estimation import correctness, regression_scores
+from ..exceptions import LabelwiseError
+from ..io import file_digest, load_array, read_labels_csv
+from ..workspace import CAMPAIGN, Workspace
+from ._common import check_probabilities, fresh_seed
+
+STATE_FILE = f"{CAMPAIGN}.state.json"
+
+
+def add_parser(sub: Any) -> None:
+    c = sub.add_parser(
+        "campaign",
+        help="start a sequential labelling campaign (then: next, estimate)",
+        description=textwrap.fill(
+            "Start a sequential labelling campaign in DIR: 'labelwise next DIR' proposes the "
+            "rows to label a batch at a time, 'labelwise estimate DIR --labels labels.csv' "
+            "records the labels (in parts, any order) and estimates the accuracy with its "
+            "interval and effective sample size, after every batch. Unlike 'select', the "
+            "design learns from the labels: later batches go to the strata where the model's "
+            "correctness is most uncertain. Records the source files with their sha256 and "
+            "the campaign's state in DIR/campaign.state.json.",
+            88,
+        ),
+        epilog=(
+            "methods:\n"
+            "  auto            model-assisted (lowest mean E in the campaign study)\n"
+            "  stratified      strata from the activations and probabilities, Neyman allocation\n"
+            "  proportional    the same strata, proportional allocation\n"
+            "  model-assisted  stratified + a surrogate of the score fitted on the labels\n"
+            "  active          active sampling mixed with uniform, AIPW estimator (no anytime\n"
+            "                  interval, so no --until-halfwidth)\n"
+            "  srs             simple random sampling, one batch at a time\n"
+            "\n"
+            "typical session:\n"
+            "  labelwise campaign camp --activations cap/activations.npy \\\n"
+            "                          --probs cap/probabilities.npy --seed 0\n"
+            "  labelwise next camp --batch 20      # label the rows with new = 1 in\n"
+            "                                      # camp/to_label.csv, append to labels.csv\n"
+            "  labelwise estimate camp --labels labels.csv --until-halfwidth 0.02\n"
+            "  labelwise next camp --batch 20      # ... until it says stop"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    c.add_argument("dir", type=Path, help="directory for the campaign (created if needed)")
+    c.add_argument(
+        "--activations",
+        type=Path,
+        required=True,
+        help="(N, m) last-hidden-layer outputs on the pile, .npy",
+    )
+    c.add_argument(
+        "--probs",
+        type=Path,
+        help="(N, C) class probabilities, .npy (classification); omit for a regression model",
+    )
+    c.add_argument(
+        "--predictions",
+        type=Path,
+        help="(N,) or (N, k) regression outputs, .npy (regression only; may instead be given "
+        "to 'estimate')",
+    )
+    c.add_argument(
+        "--method",
+        choices=list(METHODS),
+        default="auto",
+        help="design and estimator (default: auto; see below)",
+    )
+    c.add_argument("--n-strata", type=int, default=10, help="number of strata (default: 10)")
+    c.add_argument(
+        "--min-stratum-size",
+        type=int,
+        default=None,
+        help="smallest stratum (default: max(10, N/100))",
+    )
+    c.add_argument("--seed", type=int, default=None, help="random seed (default: fresh, recorded)")
+    c.add_argument("--force", action="store_true", help="overwrite an existing campaign in DIR")
+    c.set_defaults(func=cmd_campaign)
+
+
+def cmd_campaign(args: argparse.Namespace) -> int:
+    ws = Workspace.create(args.dir, force=args.force, what="DIR", kind="campaign")
+    ws.seed = args.seed if args.seed is not None else fresh_seed()
+    acts = ws.add_source("activations", args.activations, "--activations")
+    check_finite_array(acts, "--activations", ndim=2)
+    n = acts.shape[0]
+    probs = None
+    if args.probs is not None:
+        probs = ws.add_source("probs", args.probs, "--probs")
+        if probs.ndim != 2:
+            raise LabelwiseError(
+                f"--probs must be (N, C) class probabilities for a campaign, got shape "
+                f"{probs.shape}"
+            )
+        check_probabilities(probs, "--probs")
+        _same_rows(probs, n, "--probs")
+    if args.predictions is not None:
+        if probs is not None:
+            raise LabelwiseError(
+                "--predictions is for regression campaigns (without --probs); a "
+                "classification campaign predicts the argmax of --probs"
+            )
+        preds = ws.add_source("predictions", args.predictions, "--predictions")
+        check_finite_array(preds, "--predictions", ndim=(1, 2))
+        _same_rows(preds, n, "--predictions")
+    for flag, value in (
+        ("--n-strata", args.n_strata),
+        ("--min-stratum-size", args.min_stratum_size),
+    ):
+        if value is not None and value < 1:
+            raise LabelwiseError(f"{flag} must be a positive integer, got {value}")
+    camp = Campaign(
+        acts,
+        probs,
+        method=args.method,
+        n_strata=args.n_strata,
+        min_stratum_size=args.min_stratum_size,
+        rng=ws.seed,
+    )
+    state = CampaignState(ws, camp)
+    state.save()
+    ws.write_to_label(np.zeros(0, dtype=np.int64))
+    resolved = "" if camp.method == args.method else f" ({args.method})"
+    strata = np.bincount(np.asarray(camp.strata))
+    print(
+        f"started a {camp.method}{resolved} {camp.task} campaign on a pile of {n:,} rows "
+        f"(seed {ws.seed}); {strata.size} strata of {strata.min():,}..{strata.max():,} rows"
+    )
+    print(f"  wrote {ws.path / STATE_FILE}")
+    print(f"  next: labelwise next {ws.path} --batch 20")
+    return 0
+
+
+def _same_rows(arr: NDArray[Any], n: int, flag: str) -> None:
+    if arr.shape[0] != n:
+        raise LabelwiseError(
+            f"{flag} must have one row per --activations row ({n}), got {arr.shape[0]}"
+        )
+
+
+# ----------------------------------------------------------------------------- the state
+
+
+@dataclass
+class CampaignState:
+    """A campaign directory: the workspace, the campaign and the labels recorded so far.
+
+    ``labels`` maps each recorded row to the value its labeller gave (a class, a target or a
+    score, as ``kind`` says), so that a label given again can be checked against it.
+    """
+
+    ws: Workspace
+    camp: Campaign
+    kind: str | None = None
+    labels: dict[int, float | int] = field(default_factory=dict)
+    last_batch: int = 0
+
+    @classmethod
+    def open(cls, directory: Path) -> CampaignState:
+        ws = Workspace(directory)
+        ws.kind = "campaign"
+        doc = ws.read_state(CAMPAIGN)
+        if not isinstance(doc, dict):
+            held = ws.holds()
+            extra = (
+                " (it holds a selection: 'labelwise select --extend' adds rows to it)"
+                if held == "selection"
+                else "; start one with 'labelwise campaign DIR --activations ...'"
+            )
+            raise LabelwiseError(f"DIR {ws.path} holds no campaign{extra}")
+        try:
+            ws.sources = dict(doc["sources"])
+            ws.seed = doc.get("seed")
+            acts = ws.load_source("activations")
+            probs = ws.load_source("probs") if ws.has_source("probs") else None
+            camp = Campaign.from_dict(doc["campaign"], activations=acts, probabilities=probs)
+            lab = doc.get("labels") or {}
+            labels = {
+                int(r): v for r, v in zip(lab.get("rows", []), lab.get("values", []), strict=True)
+            }
+            return cls(ws, camp, lab.get("kind"), labels, int(doc.get("last_batch", 0)))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LabelwiseError(
+                f"{ws.path / STATE_FILE} is missing or has a malformed field: {exc}"
+            ) from None
+
+    def save(self) -> None:
+        rows = sorted(self.labels)
+        self.ws.write_state(
+            CAMPAIGN,
+            {
+                "tool": f"labelwise {__version__}",
+                "seed": self.ws.seed,
+                "sources": self.ws.sources,
+                "campaign": self.camp.to_dict(),
+                "labels": {
+                    "kind": self.kind,
+                    "rows": rows,
+                    "values": [self.labels[r] for r in rows],
+                },
+                "last_batch": self.last_batch,
+            },
+        )
+
+    def proposed(self) -> NDArray[np.int64]:
+        """Every row proposed so far, in proposal order."""
+        return np.asarray(self.camp.to_dict()["proposed"], dtype=np.int64)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "method": self.camp.method,
+            "requested_method": self.camp.requested_method,
+            "task": self.camp.task,
+            "population_size": self.camp.population_size,
+            "n_proposed": self.camp.n_proposed,
+            "n_recorded": self.camp.n_recorded,
+            "n_pending": int(self.camp.pending.size),
+        }
+
+
+# ----------------------------------------------------------------------------- estimate
+
+
+def estimate_campaign(args: argparse.Namespace) -> int:
+    """``labelwise estimate DIR`` when DIR holds a campaign: record the labels, estimate."""
+    st = CampaignState.open(args.dir)
+    camp = st.camp
+    h = args.until_halfwidth
+    if h is not None and not (0 < h < 1):
+        raise LabelwiseError(f"--until-halfwidth must be in (0, 1), got {h}")
+    if h is not None and camp.method == "active":
+        raise LabelwiseError(
+            "--until-halfwidth needs an anytime-valid interval, which method 'active' does not "
+            "have; start the campaign with another --method"
+        )
+    if not 0 < args.confidence < 1:
+        raise LabelwiseError(f"--confidence must be in (0, 1), got {args.confidence}")
+    rows, kind, values = read_labels_csv(args.labels)
+    new_rows, new_values = _new_labels(st, rows, kind, values)
+    scores = _scores(args, st, kind, new_rows, new_values)
+    camp.record(new_rows, scores)
+    est = camp.estimate(confidence=args.confidence)
+    doc: dict[str, Any] = est.to_dict()
+    anytime = None
+    if h is not None:
+        anytime = camp.estimate(anytime=True, confidence=args.confidence)
+        half = (anytime.ci_high - anytime.ci_low) / 2
+        doc["anytime"] = {
+            "ci_low": anytime.ci_low,
+            "ci_high": anytime.ci_high,
+            "halfwidth": half,
+            "until_halfwidth": h,
+            "stop": bool(half <= h),
+            "interval": anytime.interval,
+        }
+    if est.metric == "1-MSE":
+        from .estimate import regression_summary
+
+        doc["regression"] = regression_summary(est)
+    st.kind = kind
+    st.labels.update(zip(new_rows.tolist(), new_values.tolist(), strict=True))
+    doc["campaign"] = {**st.summary(), "new_labels": int(new_rows.size)}
+    st.save()  # only now: any error above leaves the state as it was
+    st.ws.write_estimate(doc)
+    if args.json:
+        print(dumps(doc, indent=2))
+    else:
+        print(format_campaign_estimate(est, doc, st))
+    return 0
+
+
+def _new_labels(
+    st: CampaignState, rows: NDArray[np.int64], kind: str, values: NDArray[Any]
+) -> tuple[NDArray[np.int64], NDArray[Any]]:
+    """The labelled rows not recorded yet (and their values); checks all of them."""
+    n_pop = st.camp.population_size
+    outside = rows[(rows < 0) | (rows >= n_pop)]
+    if outside.size:
+        raise LabelwiseError(f"--labels: rows must be in [0, {n_pop}), got {outside[:10].tolist()}")
+    if st.kind is not None and kind != st.kind:
+        raise LabelwiseError(
+            f"--labels: the campaign recorded a '{st.kind}' column, this file has '{kind}'; "
+            "every part must use the same column"
+        )
+    proposed = np.zeros(n_pop, dtype=bool)
+    proposed[st.proposed()] = True
+    never = rows[~proposed[rows]]
+    if never.size:
+        raise LabelwiseError(
+            f"--labels: {never.size} labelled rows were never proposed by this campaign, e.g. "
+            f"{never[:10].tolist()}; only proposed rows may be used (others would bias the "
+            f"estimate; see {st.ws.to_label})"
+        )
+    known = np.asarray([int(r) in st.labels for r in rows], dtype=bool)
+    changed = [
+        (int(r), st.labels[int(r)], v)
+        for r, v in zip(rows[known], values[known].tolist(), strict=True)
+        if st.labels[int(r)] != v
+    ]
+    if changed:
+        shown = "; ".join(f"row {r}: {old} -> {new}" for r, old, new in changed[:5])
+        raise LabelwiseError(
+            f"--labels: {len(changed)} rows already recorded with another {kind}: {shown}; a "
+            "recorded label cannot change (start a new campaign to relabel)"
+        )
+    return rows[~known], values[~known]
+
+
+def _scores(
+    args: argparse.Namespace,
+    st: CampaignState,
+    kind: str,
+    rows: NDArray[np.int64],
+    values: NDArray[Any],
+) -> NDArray[np.float64]:
+    camp = st.camp
+    if camp.task == "classification" and args.predictions is not None:
+        raise LabelwiseError(
+            "--predictions is not used by a classification campaign: it predicts the "
+            "argmax of the --probs it started with"
+        )
+    if kind == "score":
+        return values.astype(np.float64)
+    if camp.task == "classification":
+        if kind != "label":
+            raise LabelwiseError(
+                "--labels: a classification campaign needs a 'label' column (or 'score'), "
+                f"got '{kind}'"
+            )
+        probs = st.ws.load_source("probs")
+        n_classes = int(probs.shape[1])
+        if args.n_classes is not None and args.n_classes != n_classes:
+            raise LabelwiseError(
+                f"--n-classes {args.n_classes} differs from the {n_classes} columns of --probs"
+            )
+        if rows.size == 0:
+            return np.zeros(0)
+        bad = (values < 0) | (values >= n_classes)
+        if bad.any():
+            raise LabelwiseError(
+                f"--labels: labels must be classes in [0, {n_classes}), got "
+                f"{values[bad][:10].tolist()} for rows {rows[bad][:10].tolist()}"
+            )
+        picked = np.asarray(probs[np.sort(rows)])[np.argsort(np.argsort(rows))]
+        return correctness(picked, values, n_classes=n_classes)
+    if kind != "target":
+        raise LabelwiseError(
+            f"--labels: a regression campaign needs a 'target' column (or 'score'), got '{kind}'"
+        )
+    preds = _regression_predictions(args, st)
+    if rows.size == 0:
+        return np.zeros(0)
+    picked = np.asarray(preds[np.sort(rows)])[np.argsort(np.argsort(rows))]
+    return regression_scores(picked, values)
+
+
+def _regression_predictions(args: argparse.Namespace, st: CampaignState) -> NDArray[Any]:
+    """--predictions (recorded on first use) or the ones recorded before; never a changed one."""
+    ws = st.ws
+    if args.predictions is None:
+        if not ws.has_source("predictions"):
+            raise LabelwiseError(
+                "--predictions is required: the campaign has no regression outputs recorded"
+            )
+        return ws.load_source("predictions")
+    if ws.has_source("predictions"):
+        if file_digest(args.predictions) != ws.sources["predictions"]["sha256"]:
+            raise LabelwiseError(
+                f"--predictions {args.predictions} differs from the file recorded with the "
+                "campaign (sha256); the scores would not be comparable"
+            )
+        return ws.load_source("predictions")
+    preds = load_array(args.predictions, "--predictions")
+    check_finite_array(preds, "--predictions", ndim=(1, 2))
+    _same_rows(preds, st.camp.population_size, "--predictions")
+    ws.add_source("predictions", args.predictions, "--predictions")
+    return preds
+
+
+def format_campaign_estimate(est: Estimate, doc: dict[str, Any], st: CampaignState) -> str:
+    from .estimate import format_estimate
+
+    c = doc["campaign"]
+    lines = [format_estimate(est)]
+    lines.append(f"  {'worth':<18}{worth_in_words(est)}")
+    lines.append(
+        f"  {'campaign':<18}{c['new_labels']} new labels; {c['n_recorded']} labelled, "
+        f"{c['n_pending']} awaiting labels, {c['population_size'] - c['n_proposed']:,} "
+        "never proposed"
+    )
+    for note in est.notes:
+        lines.append(f"  {'note':<18}{note}")
+    any_ = doc.get("anytime")
+    if any_ is not None:
+        pct = f"{est.confidence * 100:g}%"
+        verdict = (
+            f"STOP: the half-width {any_['halfwidth']:.4f} is at most {any_['until_halfwidth']:g}"
+            if any_["stop"]
+            else f"CONTINUE: the half-width {any_['halfwidth']:.4f} is above "
+            f"{any_['until_halfwidth']:g}; label more (labelwise next {st.ws.path})"
+        )
+        lines += [
+            "",
+            f"  anytime-valid {pct} interval [{any_['ci_low']:.4f}, {any_['ci_high']:.4f}] "
+            f"({any_['interval']}):",
+            "  a confidence sequence, valid however often you look and whenever you stop",
+            "  (so --until-halfwidth uses it; it is wider than the interval above)",
+            f"  {verdict}",
+        ]
+    return "\n".join(lines)
+
+
+def worth_in_words(est: Estimate) -> str:
+    """The effective sample size as a sentence: how many random labels these are worth."""
+    ess = est.effective_sample_size
+    n = est.n_labelled
+    if ess is None:
+        return "no effective sample size for this interval"
+    if not math.isfinite(ess):
+        return (
+            f"these {n} labels show no spread at all, so their worth in random labels is "
+            "not defined yet"
+        )
+    return f"these {n} labels are worth about {ess:,.0f} random ones (effective sample size)"

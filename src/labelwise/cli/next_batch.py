@@ -1,0 +1,63 @@
+"""``labelwise next``: the campaign's next batch of rows to label."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import LabelwiseError
+from .campaign import STATE_FILE, CampaignState
+
+
+def add_parser(sub: Any) -> None:
+    n = sub.add_parser(
+        "next",
+        help="propose the next batch of rows to label in a campaign",
+        description=(
+            "Propose the next BATCH rows to label in the campaign in DIR (started with "
+            "'labelwise campaign'). Rewrites DIR/to_label.csv with every row proposed so far "
+            "(order, row, new: 1 for this batch) and saves the campaign's state, so a "
+            "session can stop after any command and resume later. Give the labels to "
+            "'labelwise estimate DIR --labels labels.csv' (all at once or in parts); rows "
+            "proposed earlier but not labelled yet stay in to_label.csv with new = 0."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    n.add_argument("dir", type=Path, help="campaign directory written by 'labelwise campaign'")
+    n.add_argument("--batch", type=int, default=20, help="rows to propose")
+    n.set_defaults(func=cmd_next)
+
+
+def cmd_next(args: argparse.Namespace) -> int:
+    st = CampaignState.open(args.dir)
+    camp = st.camp
+    left = camp.population_size - camp.n_proposed
+    if args.batch < 1:
+        raise LabelwiseError(f"--batch must be a positive integer, got {args.batch}")
+    if left == 0:
+        raise LabelwiseError("--batch: every row of the pile has been proposed already")
+    if args.batch > left:
+        raise LabelwiseError(
+            f"--batch must be at most the {left:,} rows not yet proposed, got {args.batch}"
+        )
+    waiting = int(camp.pending.size)
+    rows = camp.propose(args.batch)
+    st.last_batch = int(rows.size)
+    proposed = st.proposed()
+    # to_label.csv first: if saving the state then fails, the next call proposes these again
+    st.ws.write_to_label(proposed, new_from=proposed.size - rows.size)
+    st.save()
+    left -= rows.size
+    print(
+        f"{camp.method} campaign: {rows.size} new rows to label; {camp.n_proposed} proposed, "
+        f"{camp.n_recorded} labelled, {left:,} never proposed (pile of {camp.population_size:,})"
+    )
+    print(f"  new rows to label ({rows.size}): {', '.join(str(int(r)) for r in rows)}")
+    if waiting:
+        print(
+            f"  {waiting} rows proposed earlier still await labels (new = 0 in to_label.csv); "
+            "estimates use the labelled rows only"
+        )
+    print(f"  wrote {st.ws.to_label} (column new = 1 for these) and {st.ws.path / STATE_FILE}")
+    return 0
