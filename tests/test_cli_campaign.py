@@ -321,3 +321,21 @@ def test_help_explains(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "labelwise next camp --batch 20" in capsys.readouterr().out
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    """`labelwise ... | head -1`: no BrokenPipeError traceback when the reader has gone."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen(
+        [sys.executable, "-m", "labelwise.cli", "select", "--help"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # the reader leaves before the CLI has written anything
+    with child.stderr:
+        err = child.stderr.read().decode()
+    child.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipe" not in err

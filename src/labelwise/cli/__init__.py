@@ -8,6 +8,7 @@ No library module imports the CLI.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -60,6 +61,17 @@ SUBCOMMANDS = (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; a reader that closes the pipe early (``| head``) ends it quietly."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

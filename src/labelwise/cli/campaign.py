@@ -327,7 +327,8 @@ def _new_labels(
     if changed:
         shown = "; ".join(f"row {r}: {old} -> {new}" for r, old, new in changed[:5])
         raise LabelwiseError(
-            f"--labels: {len(changed)} rows already recorded with another {kind}: {shown}; a "
+            f"--labels: {len(changed)} row{'s' if len(changed) > 1 else ''} already recorded with "
+            f"another {kind}: {shown}; a "
             "recorded label cannot change (start a new campaign to relabel)"
         )
     return rows[~known], values[~known]
