@@ -457,10 +457,11 @@ def test_demo_end_to_end_and_its_hints(tmp_path: Path, capsys: pytest.CaptureFix
     out = tmp_path / "demo"
     assert main(["demo", "--budget", "60", "--repeats", "3", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    for method in ("SRS", "CSS", "CES", "CES-Eq8"):
+    for method in ("SRS", "CSS", "CES", "CES-Eq8", "Campaign"):
         assert f"  {method} " in printed
     summary = json.loads((out / "demo.json").read_text())
-    assert summary["budget"] == 60 and len(summary["spread"]) == 4
+    assert summary["budget"] == 60 and len(summary["spread"]) == 5
+    assert all(0 < r["w"] < 5 for r in summary["spread"])
     assert 0.5 < summary["true_accuracy"] < 1
     # the commands the demo suggests work as printed
     assert main(["estimate", str(out / "ces"), "--labels", str(out / "ces" / "labels.csv")]) == 0
@@ -468,6 +469,9 @@ def test_demo_end_to_end_and_its_hints(tmp_path: Path, capsys: pytest.CaptureFix
     assert est["n_labelled"] == 60
     assert main(["select", "--extend", str(out / "ces"), "--budget", "20"]) == 0
     assert len(_selected_rows(out / "ces")) == 80
+    hint = next(line for line in printed.splitlines() if "labelwise campaign" in line)
+    assert main(hint.split("labelwise ", 1)[1].split()) == 0
+    assert (out / "camp" / "campaign.state.json").exists()
 
 
 def test_dependability_command(pile: dict, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
