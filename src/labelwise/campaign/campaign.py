@@ -10,6 +10,7 @@ import math
 import os
 import warnings
 from collections.abc import Mapping
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from .._validation import RNGLike, check_int, check_numeric_array, check_probabi
 from ..estimation.estimators import srs_estimate
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 from ..io import write_json
-from ._anytime import betting_cs_wor
+from ._anytime import BettingCS
 from ._design import allocate, build_strata, prior_error
 from ._estimators import (
     active_estimate,
@@ -68,7 +69,9 @@ class Campaign:
     confidence:
         Level of the intervals from :meth:`estimate`.
     n_strata, min_stratum_size:
-        Size of the partition (default 10 strata of at least max(10, N/100) rows).
+        Size of the partition: at most ``n_strata`` strata of at least ``min_stratum_size`` rows
+        (defaults: 3 low-confidence strata plus one per predicted class for classification,
+        10 for regression; max(10, N/100) rows).
     rng:
         Seed or Generator; the design is reproducible from it.
 
@@ -88,7 +91,7 @@ class Campaign:
         *,
         method: str = "auto",
         confidence: float = 0.95,
-        n_strata: int = 10,
+        n_strata: int | None = None,
         min_stratum_size: int | None = None,
         rng: RNGLike = None,
     ) -> None:
@@ -105,6 +108,11 @@ class Campaign:
         if method not in METHODS:
             raise LabelwiseError(f"method must be one of {METHODS}, got {method!r}")
         self.confidence = check_probability(confidence, "confidence")
+        if n_strata is None:
+            # every predicted class its own stratum (+ the low-confidence strata); 10 bins for
+            # regression. Folding a class into "other classes" hides a swapped class (study:
+            # E 1.05 on mnist1d-9-3 with 10 strata, 0.21 with one stratum per class)
+            n_strata = 10 if probs is None else 4 + int(np.unique(probs.argmax(axis=1)).size)
         self.n_strata = check_int(n_strata, "n_strata", minimum=1)
         self.min_stratum_size = (
             max(10, n // 100)
@@ -149,6 +157,8 @@ class Campaign:
             )
         self._e_h = np.bincount(self._strata, weights=self._prior_e) / self._sizes
         self._active_gen = np.random.default_rng(key_gen.integers(2**62))
+        # betting capital per (stratum, alpha, bounds), carried between anytime estimates
+        self._cs_cache: dict[tuple[int, float, float, float], BettingCS] = {}
 
     # ---------------------------------------------------------------- state views
     @property
@@ -530,12 +540,19 @@ class Campaign:
             t = int(miss[0]) if miss.size else y.size
             x = (y[:t] - lo_b) / (hi_b - lo_b)
             a_j = alpha * w[j] if h > 1 else alpha
-            lows[j], highs[j] = betting_cs_wor(x, int(self._sizes[j]), a_j)
+            key = (j, a_j, lo_b, hi_b)
+            cs = self._cs_cache.get(key)
+            if cs is None or cs.t > t:
+                cs = BettingCS(int(self._sizes[j]), a_j)
+            if cs.t < t:
+                cs.update(x[cs.t :])
+            self._cs_cache[key] = cs
+            lows[j], highs[j] = cs.interval()
             means[j] = float(x.mean()) if t else 0.5
         value = lo_b + (hi_b - lo_b) * float(np.sum(w * means))
         lo = lo_b + (hi_b - lo_b) * float(np.sum(w * lows))
         hi = lo_b + (hi_b - lo_b) * float(np.sum(w * highs))
-        z = float(stats.norm.ppf(0.5 + conf / 2))
+        z = NormalDist().inv_cdf(0.5 + conf / 2)
         return Estimate(
             value=value,
             std_error=(hi - lo) / (2 * z),
