@@ -12,6 +12,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
+# scale of the "no error seen" floor q = 0.5 / (n_g + 1) (Jeffreys) on a group's variance
+_JEFFREYS_SCALE = 1.0
+
 __all__ = ["DesignEstimate", "active_estimate", "fit_surrogate", "stratified_difference"]
 
 
@@ -71,6 +74,7 @@ def stratified_difference(
     groups: NDArray[np.int64] | None = None,
     binary: bool = False,
     nu0: float = 4.0,
+    prior_var: NDArray[np.float64] | None = None,
 ) -> DesignEstimate:
     """Stratified (difference) estimator with its design variance.
 
@@ -107,11 +111,11 @@ def stratified_difference(
         den = float(np.sum((a * vf / np.maximum(n_h - 1, 1))[ok]))
         num = float(np.sum((a * cov / np.maximum(n_h - 1, 1))[ok]))
         lam = float(np.clip(num / den, 0.0, 1.0)) if den > 0 else 0.0
-    var_y = shrunk_variances(y, strata, n_h, groups, binary=binary, nu0=nu0)
+    var_y = shrunk_variances(y, strata, n_h, groups, binary=binary, nu0=nu0, floor=prior_var)
     if lam > 0 and f_lab is not None and f_pop_mean is not None:
         r = y - lam * f_lab
         means = lam * f_pop_mean + _group_mean(r, strata, h, n_h)
-        var_r = shrunk_variances(r, strata, n_h, groups, binary=binary, nu0=nu0)
+        var_r = shrunk_variances(r, strata, n_h, groups, binary=binary, nu0=nu0, floor=prior_var)
     else:
         means = mean_y
         var_r = var_y
@@ -145,6 +149,7 @@ def shrunk_variances(
     binary: bool,
     nu0: float,
     prior: NDArray[np.float64] | None = None,
+    floor: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Per-stratum variances shrunk toward their group's pooled within-stratum variance.
 
@@ -157,6 +162,9 @@ def shrunk_variances(
     correct keeps a variance that shrinks like 1/n_g instead of collapsing to 0. A stratum with
     fewer than 2 labels gets s_g² (collapse rule: merged into its group for the variance).
     A group without any pair of labels uses all groups' pooled variance, or ``prior[h]``.
+    ``floor``: a per-stratum lower bound on the shrinkage target (the campaign passes the model's
+    calibrated error variance r e_h (1 - r e_h)), so a confident stratum whose few labels were
+    all correct is not credited with less variance than the labels elsewhere imply for it.
     """
     h = n_h.size
     g_of = np.zeros(h, dtype=np.int64) if groups is None else groups
@@ -171,11 +179,12 @@ def shrunk_variances(
         df_g = dfh[m].sum()
         pooled = ss[m].sum() / df_g if df_g > 0 else overall
         if binary:
-            q = 0.5 / (n_h[m].sum() + 1)
+            q = _JEFFREYS_SCALE * 0.5 / (n_h[m].sum() + 1)
             pooled = q * (1 - q) if math.isnan(pooled) else max(pooled, q * (1 - q))
         if math.isnan(pooled):
             pooled = math.nan if prior is None else float(np.mean(prior[m]))
-        out[m] = (ss[m] + nu0 * pooled) / (dfh[m] + nu0)
+        target = pooled if floor is None else np.maximum(pooled, floor[m])
+        out[m] = (ss[m] + nu0 * target) / (dfh[m] + nu0)
     return out
 
 

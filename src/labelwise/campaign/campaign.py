@@ -42,8 +42,12 @@ _N_FOLDS = 5
 _KAPPA = 4.0  # prior pseudo-labels when re-estimating Neyman's S_h
 _ACTIVE_UNIFORM = 0.5  # share of uniform sampling in the active design
 _WILSON = True
+_PRIOR_FLOOR = True  # shrink stratum variances toward at least the calibrated model error
 _NU0 = 4.0  # prior degrees of freedom of the shrunk stratum variances
-_DEFENSIVE = 0.25  # share of each batch allocated proportionally (bounds the loss to Neyman)
+# share of each batch allocated proportionally (Hesterberg's defensive mixture: variance at most
+# 2x proportional allocation's). 0.25 -> 0.5 in the study: digits-patch E 0.89 -> 0.77 and
+# coverage min 0.84 -> 0.91 (a confident stratum the model under-rates is no longer starved)
+_DEFENSIVE = 0.5
 
 
 class Campaign:
@@ -437,8 +441,20 @@ class Campaign:
                 f_pop = np.bincount(row_st, weights=pred, minlength=h) / np.maximum(sizes, 1)
             else:
                 lam_note = "too few labels for the surrogate (< 20): plain stratified estimator"
+        floor = None
+        if binary and _PRIOR_FLOOR:
+            e_cal = self._calibrated_error()
+            floor = e_cal * (1 - e_cal)
         d = stratified_difference(
-            y, st, sizes, f_lab=f_lab, f_pop_mean=f_pop, groups=groups, binary=binary, nu0=_NU0
+            y,
+            st,
+            sizes,
+            f_lab=f_lab,
+            f_pop_mean=f_pop,
+            groups=groups,
+            binary=binary,
+            nu0=_NU0,
+            prior_var=floor,
         )
         if lam_note:
             notes.append(lam_note)
