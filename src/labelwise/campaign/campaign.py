@@ -70,7 +70,8 @@ class Campaign:
         3 low-confidence strata) and a defensive half of every batch allocated proportionally.
         Its power tuning falls back to the plain stratified estimator when the surrogate is
         useless. For regression ``"auto"`` is ``"srs"``: stratifying on activation
-        outlyingness measured no gain over SRS on the study's regression contexts (see ``labelwise.experiments.campaign_study`` and :func:`_resolve`).
+        outlyingness measured no gain over SRS on the study's regression contexts (see
+        ``labelwise.experiments.campaign_study`` and :func:`_resolve`).
     confidence:
         Level of the intervals from :meth:`estimate`.
     n_strata, min_stratum_size:
