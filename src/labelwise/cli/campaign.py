@@ -93,7 +93,13 @@ def add_parser(sub: Any) -> None:
         default="auto",
         help="design and estimator (default: auto; see below)",
     )
-    c.add_argument("--n-strata", type=int, default=10, help="number of strata (default: 10)")
+    c.add_argument(
+        "--n-strata",
+        type=int,
+        default=None,
+        help="number of strata (default: one per predicted class plus 4 for the least "
+        "confident rows; 10 for regression)",
+    )
     c.add_argument(
         "--min-stratum-size",
         type=int,
