@@ -238,7 +238,7 @@ def test_cppi_select_label_rank(zoo: dict, tmp_path: Path, capsys: pytest.Captur
     assert main(["rank", str(d), "--labels", str(labels), "--bootstrap", "10"]) == 2
     assert "--bootstrap must be >= 100" in capsys.readouterr().err
     assert main(["rank", str(d), "--labels", str(labels), "--rank-level", "1.5"]) == 2
-    assert "labelwise: error: rank_level must be" in capsys.readouterr().err
+    assert "labelwise: error: --rank-level must be in (0, 1)" in capsys.readouterr().err
     # a selection whose weights were tampered with is refused, not silently mis-weighted
     doc_sel = json.loads((d / "selection.json").read_text())
     doc_sel["selection"]["diagnostics"]["weights"] = [1.0]

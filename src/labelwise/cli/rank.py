@@ -74,6 +74,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
     names = None if args.names is None else [n.strip() for n in args.names.split(",")]
     if names is not None and len(names) != preds.shape[0]:
         raise LabelwiseError(f"--names must name all {preds.shape[0]} models, got {len(names)}")
+    if not 0 < args.rank_level < 1:
+        raise LabelwiseError(f"--rank-level must be in (0, 1), got {args.rank_level}")
     if sel.method == "cppi":
         if args.bootstrap < 100:
             raise LabelwiseError(f"--bootstrap must be >= 100 for cppi, got {args.bootstrap}")

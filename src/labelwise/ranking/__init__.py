@@ -5,4 +5,4 @@ from __future__ import annotations
 from .campaign import RankingCampaign, cppi_select
 from .synthetic import SyntheticZoo, synthetic_zoo
 
-__all__ = ["RankingCampaign", "cppi_select", "SyntheticZoo", "synthetic_zoo"]
+__all__ = ["RankingCampaign", "SyntheticZoo", "cppi_select", "synthetic_zoo"]
