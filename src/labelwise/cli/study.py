@@ -49,7 +49,7 @@ def add_parser(sub: Any) -> None:
             "measures how well SDS, CES (best of n, an oracle), DDG, RDG, SRS and CPPI (a "
             "RankingCampaign labelling 5 rows a round) rank the models (Spearman's rho, "
             "Jaccard of the top 10, best-model regret, labels until the first-ranked model is "
-            "the best in 90%% of repetitions) with W/T/L of SDS against each; also the 4-model "
+            "the best in 90% of repetitions) with W/T/L of SDS against each; also the 4-model "
             "case, ranking by majority vote without labels, and four synthetic regimes "
             "(strong and close, weak, spread, 6 models). Writes ranking_*.csv, "
             f"comparative.json and ranking.png. Needs: {hint}."
