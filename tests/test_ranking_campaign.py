@@ -160,7 +160,7 @@ def test_rank_sets_cover_every_true_rank_simultaneously(regime: str, n_labels: i
     """Over seeded repetitions all models' true ranks lie in their 90 % rank sets at once.
 
     Without the tau_noise guard (tau_noise=0) the 6-model zoo at 60 labels is covered in
-    0.78 of these 100 repetitions, below the bound (2.5 binomial sd's under 0.9, 0.825);
+    about 0.77 of these 100 repetitions, below the bound (2.5 binomial sd's under 0.9, 0.825);
     with it in 0.96.
     """
     from scipy import stats
