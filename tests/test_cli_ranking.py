@@ -170,3 +170,78 @@ def test_sds_extend_and_ranking_errors(
     )
     assert main(["rank", str(d), "--labels", str(bad)]) == 2
     assert "labels" in capsys.readouterr().err
+
+
+def test_every_rank_table_has_prob_best(
+    zoo: dict, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    d = tmp_path / "srs"
+    args = ["select", "--method", "srs", "--budget", "120", "--seed", "1"]
+    assert main([*args, "--predictions", str(zoo["dir"] / "preds.npy"), "--out", str(d)]) == 0
+    labels = _label(d, zoo["labels"])
+    capsys.readouterr()
+    assert main(["rank", str(d), "--labels", str(labels)]) == 0
+    table = capsys.readouterr().out
+    assert "P(best)" in table and "rank set" not in table
+    doc = json.loads((d / "ranking.json").read_text())["ranking"]
+    assert sum(doc["prob_best"]) == pytest.approx(1.0)
+    # the printed P(best) of the first-ranked model is the recorded one
+    first = doc["order"][0]
+    assert f"{doc['prob_best'][first]:.3f}" in table.splitlines()[3]
+
+
+def test_cppi_select_label_rank(zoo: dict, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    d = tmp_path / "cppi"
+    preds = str(zoo["dir"] / "preds.npy")
+    assert (
+        main(
+            [
+                "select",
+                "--method",
+                "cppi",
+                "--budget",
+                "100",
+                "--uniform-share",
+                "0.3",
+                "--seed",
+                "4",
+                "--predictions",
+                preds,
+                "--out",
+                str(d),
+            ]
+        )
+        == 0
+    )
+    assert main(["select", "--extend", str(d), "--budget", "50"]) == 0
+    sel = json.loads((d / "selection.json").read_text())["selection"]
+    assert len(set(sel["indices"])) == 150 and len(sel["diagnostics"]["weights"]) == 150
+    assert sel["params"] == {"uniform_share": 0.3}
+    labels = _label(d, zoo["labels"])
+    capsys.readouterr()
+    names = "lr-tiny,lr-small,lr,1nn,25nn,nb"
+    assert main(["rank", str(d), "--labels", str(labels), "--names", names]) == 0
+    table = capsys.readouterr().out
+    assert "consensus-PPI" in table and "P(best)" in table and "90% rank set" in table
+    doc = json.loads((d / "ranking.json").read_text())["ranking"]
+    assert doc["method"] == "consensus-ppi" and sum(doc["prob_best"]) == pytest.approx(1.0)
+    acc, truth = np.asarray(doc["accuracy"]), zoo["truth"]
+    # a pile estimate, not the labelled-row accuracy: close to the truth for every model
+    assert np.abs(acc - truth).max() < 0.06
+    lo, hi = np.asarray(doc["rank_low"]), np.asarray(doc["rank_high"])
+    true_rank = np.argsort(np.argsort(-truth)) + 1
+    assert np.all((lo <= true_rank) & (true_rank <= hi))
+    assert doc["rank"][int(np.argmax(truth))] == 1
+    # the same selection gives the same ranking (seeded posterior draws)
+    assert main(["rank", str(d), "--labels", str(labels), "--names", names]) == 0
+    assert capsys.readouterr().out == table
+    assert main(["rank", str(d), "--labels", str(labels), "--bootstrap", "10"]) == 2
+    assert "--bootstrap must be >= 100" in capsys.readouterr().err
+    assert main(["rank", str(d), "--labels", str(labels), "--rank-level", "1.5"]) == 2
+    assert "labelwise: error: --rank-level must be in (0, 1)" in capsys.readouterr().err
+    # a selection whose weights were tampered with is refused, not silently mis-weighted
+    doc_sel = json.loads((d / "selection.json").read_text())
+    doc_sel["selection"]["diagnostics"]["weights"] = [1.0]
+    (d / "selection.json").write_text(json.dumps(doc_sel))
+    assert main(["rank", str(d), "--labels", str(labels)]) == 2
+    assert "proposal weight" in capsys.readouterr().err

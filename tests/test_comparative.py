@@ -8,6 +8,7 @@ import pytest
 import labelwise as lw
 from labelwise.experiments.comparative import (
     METHODS,
+    PREFIX_METHODS,
     ComparativeConfig,
     format_table,
     majority_vote_ranking,
@@ -83,7 +84,7 @@ def test_ces_baseline_is_the_best_of_the_per_model_runs() -> None:
     )
     correct = z["preds"] == z["labels"][None, :]
     truth = correct.mean(axis=1)
-    seeds = np.random.SeedSequence([3, 0]).spawn(len(METHODS) + 4)[len(METHODS) :]
+    seeds = np.random.SeedSequence([3, 0]).spawn(len(PREFIX_METHODS) + 5)[len(PREFIX_METHODS) : -1]
     scores = []
     for act, seed in zip(z["acts"], seeds, strict=True):
         order = lw.ces_select(act, 40, rng=np.random.default_rng(seed)).indices
@@ -120,5 +121,80 @@ def test_outputs_for_a_zoo_smaller_than_ten(tmp_path) -> None:  # type: ignore[n
     written = write_outputs(cs, tmp_path)
     assert {"ranking_zoo.csv", "ranking_four_models.csv", "comparative.json"} <= set(written)
     header = (tmp_path / "ranking_four_models.csv").read_text().splitlines()[0]
-    assert header == "size,method,spearman,jaccard@3"
+    assert header == "size,method,spearman,jaccard@3,regret,p_first_is_best"
     assert "Jaccard@3" in format_table(res)
+
+
+def test_cppi_rows_regret_and_labels_to_best() -> None:
+    z = synthetic_zoo()
+    names = [f"M{i}" for i in range(8)]
+    config = ComparativeConfig(sizes=(35, 60, 90), repetitions=4, seed=0, ks=(1, 3))
+    res = run_ranking_study(
+        "s", names, z["labels"], z["preds"], z["probs"], z["acts"], config, progress=False
+    )
+    truth = (z["preds"] == z["labels"][None, :]).mean(axis=1)
+    gap = truth.max() - truth
+    for m in METHODS:
+        assert res.regret[m].shape == res.best[m].shape == (4, 3)
+        assert np.all(res.regret[m] >= 0) and np.all(res.regret[m] <= gap.max())
+        # first is best exactly when the regret is zero
+        np.testing.assert_array_equal(res.best[m] == 1, res.regret[m] == 0)
+    # the campaign ranks this well-separated zoo almost perfectly
+    assert (
+        res.spearman["CPPI"].mean() > 0.9
+        and res.spearman["CPPI"].mean() >= res.spearman["SRS"].mean()
+    )
+    need = res.labels_to_best("CPPI")
+    ok = res.best["CPPI"].mean(axis=0) >= 0.9
+    assert need is None or ok[list(res.sizes).index(need) :].all()
+    table = format_table(res, k=3, sizes=(35, 60, 90))
+    assert "CPPI" in table and "Regret" in table and "To 90%" in table
+
+
+def test_prefix_methods_come_from_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from labelwise import registry
+
+    def first_rows(data: object, budget: int, *, rng: object = None) -> lw.Selection:
+        return lw.Selection(indices=np.arange(budget), method="srs", population_size=1200)
+
+    fake = dataclasses.replace(registry.get("srs"), select=first_rows)
+    monkeypatch.setitem(registry._METHODS, "srs", fake)
+    z = synthetic_zoo()
+    config = ComparativeConfig(sizes=(35, 60), repetitions=2, seed=0, ks=(3,))
+    res = run_ranking_study(
+        "s",
+        [f"M{i}" for i in range(8)],
+        z["labels"],
+        z["preds"],
+        z["probs"],
+        z["acts"],
+        config,
+        progress=False,
+    )
+    correct = z["preds"] == z["labels"][None, :]
+    rho, _ = ranking_quality(correct, correct.mean(axis=1), np.arange(60), (35, 60), (3,))
+    np.testing.assert_allclose(res.spearman["SRS"], np.stack([rho, rho]))
+
+
+def test_regimes_are_written(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from labelwise.experiments.comparative import ComparativeStudy, write_outputs
+    from labelwise.experiments.ranking_study import run_ranking_study as run_regimes
+
+    z = synthetic_zoo(n_models=4)
+    config = ComparativeConfig(sizes=(35, 40), repetitions=2, seed=0)
+    res = run_ranking_study(
+        "s", list("abcd"), z["labels"], z["preds"], z["probs"], z["acts"], config, progress=False
+    )
+    regimes = run_regimes(regimes=("small",), repetitions=2, n_inputs=600, sizes=(35, 40))
+    cs = ComparativeStudy(config, res, res, {}, {}, regimes=regimes)
+    assert "ranking_regimes.csv" in write_outputs(cs, tmp_path)
+    lines = (tmp_path / "ranking_regimes.csv").read_text().splitlines()
+    assert lines[0] == "regime,method,size,spearman,jaccard,regret,p_first_is_best"
+    assert len(lines) == 1 + 4 * 2  # 4 methods x 2 sizes
+    import json
+
+    doc = json.loads((tmp_path / "comparative.json").read_text())
+    assert set(doc["labels_to_90_best"]["regimes"]["small"]) == {"SRS", "SDS", "vote", "campaign"}
+    assert set(doc["labels_to_90_best"]["zoo"]) == set(METHODS)

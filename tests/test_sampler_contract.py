@@ -80,6 +80,12 @@ def _rdg(budget: Any, rng: Any) -> lw.Selection:
     return lw.rdg_select(PILE["probs"], budget, candidate_fraction=1.0, rng=rng)
 
 
+def _cppi(budget: Any, rng: Any) -> lw.Selection:
+    from labelwise.ranking import cppi_select
+
+    return cppi_select(PREDICTIONS, budget, rng=rng)
+
+
 SAMPLERS = [
     Sampler("srs", PILE["activations"], _srs),
     Sampler("css", PILE["probs"], _css),
@@ -87,6 +93,7 @@ SAMPLERS = [
     Sampler("sds", PREDICTIONS, _sds),
     Sampler("ddg", PILE["probs"], _ddg, random=False),
     Sampler("rdg", PILE["probs"], _rdg),
+    Sampler("cppi", PREDICTIONS, _cppi),
 ]
 
 

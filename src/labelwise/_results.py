@@ -166,7 +166,8 @@ class Ranking(Result):
         Bootstrap replicates (or posterior draws) behind ``prob_better``.
     prob_best:
         (n_models,) probability that each model (model order) has the highest accuracy, or
-        None when not computed (:func:`labelwise.rank_models` leaves it None).
+        None when not computed (:func:`labelwise.rank_models` computes it with
+        ``prob_best=True``).
     prob_beats:
         (n_models, n_models) probability that model ``i`` has a higher accuracy than model
         ``j`` (ties half), or None.

@@ -67,7 +67,9 @@ class Method:
         The array ranks the data may have (empty: any), checked by the CLI before selecting.
     estimator:
         ``estimator(selection, scores, *, confidence, metric) -> Estimate`` (scores aligned
-        with ``selection.indices``); None for ranking methods.
+        with ``selection.indices``); None for ranking methods (``labelwise rank`` ranks
+        ``"cppi"`` selections with :meth:`labelwise.RankingCampaign.from_selection`, the
+        others with :func:`labelwise.rank_models`).
     """
 
     name: str
@@ -164,6 +166,7 @@ def methods(purpose: str | None = None) -> Mapping[str, Method]:
 
 def _register_builtins() -> None:
     from .estimation.estimators import ces_estimate, srs_estimate, stratified_estimate
+    from .ranking import campaign as ranking_campaign
     from .sampling import ces, css, gini, sds, srs
 
     def mean_estimator(fn: Callable[..., Estimate]) -> Estimator:
@@ -243,6 +246,15 @@ def _register_builtins() -> None:
             gini.rdg_select,
             gini._rdg_extend,
             data_ndim=(3,),
+        ),
+        Method(
+            "cppi",
+            "consensus-PPI active ranking, one label-free batch (labelwise.RankingCampaign)",
+            "ranking",
+            "predictions",
+            ranking_campaign.cppi_select,
+            ranking_campaign._cppi_extend,
+            data_ndim=(2, 3),
         ),
     ):
         register(m)

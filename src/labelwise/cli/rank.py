@@ -12,6 +12,7 @@ from .._results import Selection
 from ..estimation import rank_models
 from ..exceptions import LabelwiseError
 from ..io import load_array
+from ..ranking import RankingCampaign
 from ..workspace import Workspace
 
 
@@ -22,10 +23,13 @@ def add_parser(sub: Any) -> None:
         description=(
             "Rank M models by their accuracy on the labelled rows of a selection (made with "
             "--method sds, ddg, rdg or any other). Prints each model's estimated accuracy, "
-            "its Wilson interval, its rank, and the paired-bootstrap probability that it is "
-            "truly better than the next model; writes DIR/ranking.json. For SDS, DDG and RDG "
-            "the labelled rows are not a random sample of the pile: the accuracies speak to "
-            "the order of the models, not to their accuracy on the whole pile."
+            "its Wilson interval, its rank, the paired-bootstrap probability that it is the "
+            "best model, P(best), and that it is truly better than the next model; writes "
+            "DIR/ranking.json. For SDS, DDG and RDG the labelled rows are not a random sample "
+            "of the pile: the accuracies speak to the order of the models, not to their "
+            "accuracy on the whole pile. A cppi selection is ranked by labelwise."
+            "RankingCampaign's consensus-PPI estimate instead: accuracy on the whole pile with "
+            "a Gaussian-posterior interval, P(best), and a simultaneous rank set per model."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -38,7 +42,15 @@ def add_parser(sub: Any) -> None:
     )
     rk.add_argument("--names", help="comma-separated model names (default M1, M2, ...)")
     rk.add_argument("--confidence", type=float, default=0.95, help="confidence level")
-    rk.add_argument("--bootstrap", type=int, default=2000, help="bootstrap replicates")
+    rk.add_argument(
+        "--bootstrap", type=int, default=2000, help="bootstrap replicates (cppi: posterior draws)"
+    )
+    rk.add_argument(
+        "--rank-level",
+        type=float,
+        default=0.9,
+        help="simultaneous level of the rank sets (cppi selections)",
+    )
     rk.add_argument("--seed", type=int, default=0, help="seed for the bootstrap")
     rk.set_defaults(func=cmd_rank)
 
@@ -62,15 +74,31 @@ def cmd_rank(args: argparse.Namespace) -> int:
     names = None if args.names is None else [n.strip() for n in args.names.split(",")]
     if names is not None and len(names) != preds.shape[0]:
         raise LabelwiseError(f"--names must name all {preds.shape[0]} models, got {len(names)}")
-    ranking = rank_models(
-        np.asarray(preds),
-        labels.astype(np.int64),
-        rows=sel.indices,
-        model_names=names,
-        confidence=args.confidence,
-        n_bootstrap=args.bootstrap,
-        rng=args.seed,
-    )
+    if not 0 < args.rank_level < 1:
+        raise LabelwiseError(f"--rank-level must be in (0, 1), got {args.rank_level}")
+    if sel.method == "cppi":
+        if args.bootstrap < 100:
+            raise LabelwiseError(f"--bootstrap must be >= 100 for cppi, got {args.bootstrap}")
+        camp = RankingCampaign.from_selection(
+            sel,
+            np.asarray(preds),
+            labels.astype(np.int64),
+            rng=args.seed,
+            n_draws=args.bootstrap,
+            model_names=names,
+        )
+        ranking = camp.ranking(confidence=args.confidence, rank_level=args.rank_level)
+    else:
+        ranking = rank_models(
+            np.asarray(preds),
+            labels.astype(np.int64),
+            rows=sel.indices,
+            model_names=names,
+            confidence=args.confidence,
+            n_bootstrap=args.bootstrap,
+            prob_best=True,
+            rng=args.seed,
+        )
     ws.write_ranking({"ranking": ranking.to_dict(), "method": sel.method})
     print(format_ranking(ranking, sel))
     return 0
@@ -79,18 +107,31 @@ def cmd_rank(args: argparse.Namespace) -> int:
 def format_ranking(ranking: Any, sel: Selection) -> str:
     pct = f"{ranking.confidence * 100:g}%"
     width = max(5, *(len(n) for n in ranking.model_names))
+    sets = ranking.rank_low is not None and ranking.rank_high is not None
+    how = (
+        "consensus-PPI estimate of the pile accuracy"
+        if ranking.method == "consensus-ppi"
+        else "accuracy on the labelled rows"
+    )
     lines = [
         f"{len(ranking.model_names)} models ranked on {ranking.n_labelled} labelled rows "
-        f"({sel.method} selection of {sel.population_size})",
+        f"({sel.method} selection of {sel.population_size}; {how})",
         "",
         f"  {'rank':>4}  {'model':<{width}}  {'accuracy':>8}  {pct + ' interval':<18}"
-        "  P(better than next)",
+        f"  {'P(best)':>7}"
+        + (f"  {f'{ranking.rank_level * 100:g}% rank set':>14}" if sets else "")
+        + "  P(better than next)",
     ]
     for pos, m in enumerate(ranking.order):
         nxt = f"{ranking.prob_better[pos]:.3f}" if pos < len(ranking.prob_better) else ""
+        best = "" if ranking.prob_best is None else f"{ranking.prob_best[m]:.3f}"
+        rset = ""
+        if sets:
+            lo, hi = int(ranking.rank_low[m]), int(ranking.rank_high[m])
+            rset = f"  {str(lo) if lo == hi else f'{lo}-{hi}':>14}"
         lines.append(
             f"  {int(ranking.rank[m]):>4}  {ranking.model_names[m]:<{width}}  "
             f"{ranking.accuracy[m]:>8.4f}  [{ranking.ci_low[m]:.4f}, {ranking.ci_high[m]:.4f}]"
-            f"  {nxt:>19}"
+            f"  {best:>7}{rset}  {nxt:>19}"
         )
     return "\n".join(lines)

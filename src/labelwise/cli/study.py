@@ -46,10 +46,13 @@ def add_parser(sub: Any) -> None:
             "Reproduces the evaluation of Meng et al. 2021 (Sec. IV-V, Table II, Fig. 4; Sec. "
             "VI): trains a zoo of 28 MNIST-1D classifiers of varied architecture, width, "
             "training length and seed, then for sample sizes 35..180 and repeated draws "
-            "measures how well SDS, CES (best of n, an oracle), DDG, RDG and SRS rank the "
-            "models (Spearman's rho, Jaccard of the top 10) with W/T/L of SDS against each; "
-            "also the 4-model case and ranking by majority vote without labels. Writes "
-            f"ranking_*.csv, comparative.json and ranking.png. Needs: {hint}."
+            "measures how well SDS, CES (best of n, an oracle), DDG, RDG, SRS and CPPI (a "
+            "RankingCampaign labelling 5 rows a round) rank the models (Spearman's rho, "
+            "Jaccard of the top 10, best-model regret, labels until the first-ranked model is "
+            "the best in 90% of repetitions) with W/T/L of SDS against each; also the 4-model "
+            "case, ranking by majority vote without labels, and four synthetic regimes "
+            "(strong and close, weak, spread, 6 models). Writes ranking_*.csv, "
+            f"comparative.json and ranking.png. Needs: {hint}."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -90,6 +93,10 @@ def cmd_study_comparative(args: argparse.Namespace) -> int:
         f"{config.sizes[0]}..{config.sizes[-1]}, {config.repetitions} repetitions, seed {args.seed}"
     )
     cs = run_comparative_study(config)
+    from ..experiments.comparative import run_regime_study
+    from ..experiments.ranking_study import format_table as format_regimes
+
+    cs.regimes = run_regime_study(quick=args.quick, seed=args.seed)
     n_models = len(cs.main.model_names)
     print(f"\nRanking {n_models} models (Table II layout; W/T/L of SDS against each baseline):")
     print(format_table(cs.main))
@@ -98,6 +105,8 @@ def cmd_study_comparative(args: argparse.Namespace) -> int:
     for label, vote in (("zoo", cs.vote_main), ("4 models", cs.vote_few)):
         parts = ", ".join(f"{k} {v:.3f}" for k, v in vote.items())
         print(f"\nMajority vote as labels, no labelling at all ({label}): {parts}")
+    print("\nSynthetic regimes (labelwise.experiments.ranking_study; 'campaign' is CPPI):")
+    print(format_regimes(cs.regimes))
     written = write_outputs(cs, args.out)
     print(f"\nwrote {', '.join(written)} to {args.out} ({cs.seconds:.0f} s)")
     return 0

@@ -37,6 +37,7 @@ def rank_models(
     model_names: Sequence[str] | None = None,
     confidence: float = 0.95,
     n_bootstrap: int = 2000,
+    prob_best: bool = False,
     rng: RNGLike = None,
 ) -> Ranking:
     """Accuracy, interval, estimated rank and pairwise bootstrap confidence of every model.
@@ -58,7 +59,12 @@ def rank_models(
     confidence:
         Level of the Wilson intervals.
     n_bootstrap:
-        Bootstrap replicates for ``prob_better``.
+        Bootstrap replicates for ``prob_better`` (and ``prob_best``).
+    prob_best:
+        Also estimate every model's probability of being the best (``Ranking.prob_best``):
+        the share of paired bootstrap replicates of the labelled inputs in which it has the
+        highest accuracy, a tie of k models counting 1/k each. Drawn after ``prob_better``,
+        which it leaves unchanged; default off (None).
     rng:
         Seed or ``numpy.random.Generator`` for the bootstrap.
 
@@ -128,7 +134,26 @@ def rank_models(
         n_labelled=n,
         confidence=conf,
         n_bootstrap=n_boot,
+        prob_best=_prob_best(correct, n_boot, gen) if prob_best else None,
     )
+
+
+def _prob_best(
+    correct: NDArray[np.bool_], n_boot: int, gen: np.random.Generator
+) -> NDArray[np.float64]:
+    """Paired bootstrap P(model has the highest accuracy), a k-way tie counting 1/k."""
+    n_models, n = correct.shape
+    out = np.zeros(n_models)
+    chunk = max(1, 2_000_000 // max(n, 1))
+    done = 0
+    while done < n_boot:
+        b = min(chunk, n_boot - done)
+        counts = gen.multinomial(n, np.full(n, 1.0 / n), size=b)  # (b, n) resampling counts
+        hits = counts @ correct.T.astype(np.int64)  # (b, M) correct answers per replicate
+        top = hits == hits.max(axis=1, keepdims=True)
+        out += (top / top.sum(axis=1, keepdims=True)).sum(axis=0)
+        done += b
+    return out / n_boot
 
 
 def _prob_better(

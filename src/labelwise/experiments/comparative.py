@@ -1,13 +1,21 @@
 """``labelwise study comparative``: ranking many models with one small labelling budget
 (Meng et al., ICSE 2021, Sec. IV-V: Table II, Fig. 4; Sec. VI: fewer models, majority vote).
 
-For each method and repetition one selection of the largest size is drawn; every smaller
-size is its prefix (SDS, RDG and SRS draw uniformly at random in selection order, DDG is a
-deterministic ranking, CES is sequential). At each size the models' accuracies on the
-labelled prefix are compared with their true accuracies on the whole pile by Spearman's rho
-and the Jaccard similarity of the top-k sets. The CES baseline is the paper's: CES run on
+For each method and repetition one selection of the largest size is drawn, by the method's
+entry in :mod:`labelwise.registry`; every smaller size is its prefix (SDS, RDG and SRS draw
+uniformly at random in selection order, DDG is a deterministic ranking, CES is sequential).
+At each size the models' accuracies on the labelled prefix are compared with their true
+accuracies on the whole pile by Spearman's rho, the Jaccard similarity of the top-k sets, the
+best-model regret (true accuracy of the true best minus that of the model ranked first) and
+whether the first-ranked model is the true best. The CES baseline is the paper's: CES run on
 every model's last hidden layer, keeping, per repetition, the selection whose ranking is best
 (mean Spearman + Jaccard@10 over the sizes), an oracle choice no tester could make.
+
+CPPI is registry method ``"cppi"`` run as it is meant to be: a
+:class:`labelwise.RankingCampaign` that proposes 5 rows a round, records their labels, and
+ranks by its consensus-PPI estimate of the pile accuracies (not by the labelled prefix).
+:func:`run_regime_study` adds the synthetic regimes of
+:mod:`labelwise.experiments.ranking_study` (strong and close, weak, spread, 6 models).
 """
 
 from __future__ import annotations
@@ -22,19 +30,31 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .. import registry
 from .._plotting import pyplot, save_figure
 from .._progress import progress_bar
 from ..estimation.comparison import jaccard_top_k, spearman, wtl
 from ..exceptions import DegenerateDataWarning
 from ..io import write_csv, write_json
-from ..sampling import ces_select, ddg_select, rdg_select, sds_select, srs_select
+from ..ranking.campaign import RankingCampaign
 from ..sampling.sds import majority_vote
 from .study import PAPER_SIZES
 
-__all__ = ["ComparativeConfig", "RankingStudy", "run_comparative_study", "run_ranking_study"]
+__all__ = [
+    "ComparativeConfig",
+    "RankingStudy",
+    "run_comparative_study",
+    "run_ranking_study",
+    "run_regime_study",
+]
 
 REPORT_SIZES = (35, 60, 90, 120, 150, 180)
-METHODS = ("SDS", "CES", "DDG", "RDG", "SRS")
+#: Methods whose selection is drawn once (their seeds keep the positions they always had).
+PREFIX_METHODS = ("SDS", "CES", "DDG", "RDG", "SRS")
+METHODS = (*PREFIX_METHODS, "CPPI")
+#: Registry name of every column.
+REGISTRY_NAMES = {m: m.lower() for m in METHODS}
+CAMPAIGN_BATCH = 5
 
 
 @dataclass(frozen=True)
@@ -59,6 +79,16 @@ class RankingStudy:
     sizes: tuple[int, ...]
     spearman: dict[str, NDArray[np.float64]] = field(default_factory=dict)
     jaccard: dict[str, dict[int, NDArray[np.float64]]] = field(default_factory=dict)
+    regret: dict[str, NDArray[np.float64]] = field(default_factory=dict)
+    best: dict[str, NDArray[np.float64]] = field(default_factory=dict)
+
+    def labels_to_best(self, method: str, target: float = 0.9) -> int | None:
+        """Smallest size from which P(first-ranked model is the true best) >= target."""
+        ok = self.best[method].mean(axis=0) >= target
+        for j in range(len(self.sizes)):
+            if ok[j:].all():
+                return self.sizes[j]
+        return None
 
     def top_k(self, k: int = 10) -> int:
         """The largest Jaccard cut-off computed that is at most ``k``."""
@@ -96,15 +126,62 @@ def ranking_quality(
     ks: Sequence[int],
 ) -> tuple[NDArray[np.float64], dict[int, NDArray[np.float64]]]:
     """Spearman and Jaccard@k of the accuracies estimated on each prefix of ``order``."""
+    q = estimate_quality(prefix_estimates(correct, order, sizes), true_acc, ks)
+    return q["spearman"], q["jaccard"]
+
+
+def prefix_estimates(
+    correct: NDArray[np.bool_], order: NDArray[np.int64], sizes: Sequence[int]
+) -> NDArray[np.float64]:
+    """(sizes, models) accuracy of every model on each prefix of ``order``."""
     csum = np.cumsum(correct[:, order], axis=1, dtype=np.float64)
-    rho = np.empty(len(sizes))
-    jac = {k: np.empty(len(sizes)) for k in ks}
-    for i, n in enumerate(sizes):
-        est = csum[:, n - 1] / n
-        rho[i] = spearman(est, true_acc)
+    return np.stack([csum[:, n - 1] / n for n in sizes])
+
+
+def estimate_quality(
+    estimates: NDArray[np.float64], true_acc: NDArray[np.float64], ks: Sequence[int]
+) -> dict[str, Any]:
+    """Spearman, Jaccard@k, regret and first-is-best of (sizes, models) estimates."""
+    n = estimates.shape[0]
+    out: dict[str, Any] = {
+        "spearman": np.empty(n),
+        "jaccard": {k: np.empty(n) for k in ks},
+        "regret": np.empty(n),
+        "best": np.empty(n),
+    }
+    top = float(true_acc.max())
+    for i, est in enumerate(estimates):
+        out["spearman"][i] = spearman(est, true_acc)
         for k in ks:
-            jac[k][i] = jaccard_top_k(est, true_acc, min(k, true_acc.size))
-    return rho, jac
+            out["jaccard"][k][i] = jaccard_top_k(est, true_acc, min(k, true_acc.size))
+        first = float(true_acc[int(np.argmax(est))])
+        out["regret"][i] = top - first
+        out["best"][i] = float(first == top)
+    return out
+
+
+def campaign_estimates(
+    predictions: NDArray[np.int64],
+    labels: NDArray[np.int64],
+    sizes: Sequence[int],
+    rng: np.random.Generator,
+    *,
+    batch: int = CAMPAIGN_BATCH,
+) -> NDArray[np.float64]:
+    """(sizes, models) consensus-PPI estimates of a RankingCampaign labelling ``batch`` a round."""
+    params = registry.get(REGISTRY_NAMES["CPPI"]).defaults()
+    camp = RankingCampaign(predictions, rng=rng, n_draws=500, **params)
+    out = np.empty((len(sizes), predictions.shape[0]))
+    top, j = max(sizes), 0
+    while camp.n_labelled < top:
+        step = min(batch, top - camp.n_labelled)
+        nxt = [s - camp.n_labelled for s in sizes[j:] if s > camp.n_labelled]
+        rows = camp.propose(min([step, *nxt]))
+        camp.record(rows, labels[rows])
+        while j < len(sizes) and camp.n_labelled >= sizes[j]:
+            out[j] = camp.estimate()[0]
+            j += 1
+    return out
 
 
 def run_ranking_study(
@@ -123,32 +200,40 @@ def run_ranking_study(
     sizes, top = config.sizes, max(config.sizes)
     ks = tuple(k for k in config.ks if k <= len(model_names)) or (1,)
     res = RankingStudy(name, model_names, true_acc, sizes)
-    pickers: dict[str, Callable[[np.random.Generator], NDArray[np.int64]]] = {
-        "SDS": lambda g: sds_select(predictions, top, rng=g).indices,
-        "DDG": lambda g: ddg_select(probabilities, top).indices,
-        "RDG": lambda g: rdg_select(probabilities, top, rng=g).indices,
-        "SRS": lambda g: srs_select(labels.size, top, rng=g).indices,
-    }
+    # what each registry data key means here; DDG and RDG need the probabilities
+    data = {None: labels.size, "predictions": probabilities, "probs": probabilities}
     usable = [a for a in activations if a is not None]
     for method in METHODS:
         res.spearman[method] = np.empty((config.repetitions, len(sizes)))
         res.jaccard[method] = {k: np.empty((config.repetitions, len(sizes))) for k in ks}
+        res.regret[method] = np.empty((config.repetitions, len(sizes)))
+        res.best[method] = np.empty((config.repetitions, len(sizes)))
     bar = progress_bar(config.repetitions, desc=name, unit="rep", enabled=progress)
+    n_pre = len(PREFIX_METHODS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateDataWarning)
         for r in range(config.repetitions):
-            seeds = np.random.SeedSequence([config.seed, r]).spawn(len(METHODS) + len(usable))
+            seeds = np.random.SeedSequence([config.seed, r]).spawn(n_pre + len(usable) + 1)
             for m, method in enumerate(METHODS):
                 if method == "CES":
-                    rho, jac = _best_ces(
-                        usable, seeds[len(METHODS) :], correct, true_acc, sizes, ks, top
+                    order = _best_ces(
+                        usable, seeds[n_pre : n_pre + len(usable)], correct, true_acc, sizes, ks
                     )
+                    est = prefix_estimates(correct, order, sizes)
+                elif method == "CPPI":
+                    gen = np.random.default_rng(seeds[-1])
+                    est = campaign_estimates(predictions, labels, sizes, gen)
                 else:
-                    order = pickers[method](np.random.default_rng(seeds[m]))
-                    rho, jac = ranking_quality(correct, true_acc, order, sizes, ks)
-                res.spearman[method][r] = rho
+                    spec = registry.get(REGISTRY_NAMES[method])
+                    arr = predictions if 2 in spec.data_ndim else data[spec.data]
+                    sel = spec.run(arr, top, rng=np.random.default_rng(seeds[m]))
+                    est = prefix_estimates(correct, sel.indices, sizes)
+                q = estimate_quality(est, true_acc, ks)
+                res.spearman[method][r] = q["spearman"]
+                res.regret[method][r] = q["regret"]
+                res.best[method][r] = q["best"]
                 for k in ks:
-                    res.jaccard[method][k][r] = jac[k]
+                    res.jaccard[method][k][r] = q["jaccard"][k]
             bar.update(1)
     bar.close()
     return res
@@ -161,17 +246,18 @@ def _best_ces(
     true_acc: NDArray[np.float64],
     sizes: Sequence[int],
     ks: Sequence[int],
-    top: int,
-) -> tuple[NDArray[np.float64], dict[int, NDArray[np.float64]]]:
+) -> NDArray[np.int64]:
+    """The order of the per-model CES selection whose ranking is best (the oracle)."""
+    ces = registry.get(REGISTRY_NAMES["CES"])
     best: tuple[float, Any] = (-np.inf, None)
     k_ref = max(ks)
     for act, seed in zip(activations, seeds, strict=True):
-        order = ces_select(act, top, rng=np.random.default_rng(seed)).indices
+        order = ces.run(act, max(sizes), rng=np.random.default_rng(seed)).indices
         rho, jac = ranking_quality(correct, true_acc, order, sizes, ks)
         score = float(np.mean(rho) + np.mean(jac[k_ref]))
         if score > best[0]:
-            best = (score, (rho, jac))
-    return best[1]
+            best = (score, order)
+    return np.asarray(best[1])
 
 
 def majority_vote_ranking(
@@ -196,6 +282,7 @@ class ComparativeStudy:
     vote_main: dict[str, float]
     vote_few: dict[str, float]
     seconds: float = 0.0
+    regimes: Any = None  # ranking_study.RankingStudyResult of the synthetic regimes
 
 
 def run_comparative_study(
@@ -225,7 +312,7 @@ def run_comparative_study(
             progress=progress,
         )
         log(
-            f"  ranked {label} with 5 methods x {config.repetitions} repetitions "
+            f"  ranked {label} with {len(METHODS)} methods x {config.repetitions} repetitions "
             f"({time.perf_counter() - t:.0f} s)"
         )
         out.append((study, majority_vote_ranking(zoo.labels, zoo.predictions, config.ks)))
@@ -255,7 +342,35 @@ def format_table(study: RankingStudy, *, k: int = 10, sizes: Sequence[int] = REP
             f"{'':<10}{'W/T/L':>5}{'/':>9}"
             + "".join(f"{study.wtl(metric, m, sizes, k):>9}" for m in METHODS[1:])
         )
+    if study.regret:
+        idx = [study.sizes.index(n) for n in sizes]
+        lines.append(
+            f"{'Regret':<10}{'Avg':>5}"
+            + "".join(f"{study.regret[m].mean(axis=0)[idx].mean():>9.4f}" for m in METHODS)
+        )
+        lines.append(
+            f"{'P(best)':<10}{'Avg':>5}"
+            + "".join(f"{study.best[m].mean(axis=0)[idx].mean():>9.2f}" for m in METHODS)
+        )
+        need = {m: study.labels_to_best(m) for m in METHODS}
+        lines.append(
+            f"{'To 90%':<10}{'n':>5}"
+            + "".join(f"{'-' if need[m] is None else need[m]:>9}" for m in METHODS)
+        )
     return "\n".join(lines)
+
+
+def run_regime_study(*, quick: bool = False, seed: int = 0) -> Any:
+    """The synthetic regimes (:func:`labelwise.experiments.ranking_study.run_ranking_study`).
+
+    Quick: 10 repetitions on piles of 3,000; else 30 on 5,000. Returns its
+    ``RankingStudyResult`` (format it with ``ranking_study.format_table``).
+    """
+    from .ranking_study import run_ranking_study as run_regimes
+
+    if quick:
+        return run_regimes(repetitions=10, n_inputs=3000, seed=seed)
+    return run_regimes(repetitions=30, n_inputs=5000, seed=seed)
 
 
 def write_outputs(cs: ComparativeStudy, out: Path) -> list[str]:
@@ -272,10 +387,35 @@ def write_outputs(cs: ComparativeStudy, out: Path) -> list[str]:
                         m,
                         float(study.spearman[m][:, j].mean()),
                         float(study.jaccard[m][k][:, j].mean()),
+                        float(study.regret[m][:, j].mean()),
+                        float(study.best[m][:, j].mean()),
                     ]
                 )
-        write_csv(out / f"ranking_{tag}.csv", ["size", "method", "spearman", f"jaccard@{k}"], rows)
+        write_csv(
+            out / f"ranking_{tag}.csv",
+            ["size", "method", "spearman", f"jaccard@{k}", "regret", "p_first_is_best"],
+            rows,
+        )
         written.append(f"ranking_{tag}.csv")
+    regimes: dict[str, Any] = {}
+    if cs.regimes is not None:
+        res = cs.regimes
+        rows = []
+        for regime, vals in res.values.items():
+            regimes[regime] = {m: res.labels_to_best(regime, m) for m in vals}
+            for m in vals:
+                for j, n in enumerate(res.sizes):
+                    rows.append(
+                        [regime, m, n]
+                        + [float(vals[m][q][:, j].mean()) for q in ("spearman", "jaccard")]
+                        + [float(vals[m][q][:, j].mean()) for q in ("regret", "best")]
+                    )
+        write_csv(
+            out / "ranking_regimes.csv",
+            ["regime", "method", "size", "spearman", "jaccard", "regret", "p_first_is_best"],
+            rows,
+        )
+        written.append("ranking_regimes.csv")
     write_json(
         out / "comparative.json",
         {
@@ -289,6 +429,11 @@ def write_outputs(cs: ComparativeStudy, out: Path) -> list[str]:
                 n: float(a) for n, a in zip(cs.main.model_names, cs.main.true_accuracy, strict=True)
             },
             "majority_vote": {"zoo": cs.vote_main, "four_models": cs.vote_few},
+            "labels_to_90_best": {
+                "zoo": {m: cs.main.labels_to_best(m) for m in METHODS},
+                "four_models": {m: cs.few.labels_to_best(m) for m in METHODS},
+                **({"regimes": regimes} if regimes else {}),
+            },
             "wtl": {
                 metric: {
                     m: cs.main.wtl(metric, m, [n for n in REPORT_SIZES if n in cs.main.sizes])

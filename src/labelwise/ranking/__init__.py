@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .campaign import RankingCampaign
+from .campaign import RankingCampaign, cppi_select
 from .synthetic import SyntheticZoo, synthetic_zoo
 
-__all__ = ["RankingCampaign", "SyntheticZoo", "synthetic_zoo"]
+__all__ = ["RankingCampaign", "SyntheticZoo", "cppi_select", "synthetic_zoo"]

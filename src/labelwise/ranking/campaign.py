@@ -42,17 +42,33 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from .._results import Ranking
-from .._validation import RNGLike, check_confidence, check_int, check_model_predictions, check_rng
+from .._params import Interval, Param, validate_params
+from .._results import Ranking, Selection
+from .._validation import (
+    RNGLike,
+    check_budget,
+    check_confidence,
+    check_int,
+    check_model_predictions,
+    check_probability,
+    check_rng,
+)
 from ..exceptions import LabelwiseError
+from ..sampling._common import (
+    check_additional,
+    check_same_population,
+    generator_for_extension,
+    generator_state,
+)
 from ..sampling.sds import majority_vote, sds_select
 
-__all__ = ["METHODS", "RankingCampaign"]
+__all__ = ["METHODS", "RankingCampaign", "cppi_select"]
 
 METHODS = ("auto", "active", "srs", "sds")
 SURROGATES = ("soft", "vote", "weighted", "mixed")
@@ -82,6 +98,13 @@ class RankingCampaign:
         ``eta``: share of each proposal probability that is uniform, in (0, 1].
     tau0:
         Smallest prior spread of the models' consensus biases (accuracy units).
+    tau_noise:
+        Guard of the rank sets against an underestimated prior spread: they are drawn from
+        the posterior whose ``tau^2`` is at least ``tau_noise`` times the mean sampling
+        variance of the centred bias estimates (same point estimate, wider spread); 0 turns
+        it off. The estimate, P(best), P(beats) and the active selection use the plain
+        empirical-Bayes posterior. Without the guard the 90 % rank sets covered all true
+        ranks in 0.76-0.78 of 100 repetitions of the 6-model zoo at 60 labels (0.96 with 0.5).
     n_draws:
         Posterior draws behind ``prob_best``, ``prob_beats`` and the rank sets.
     model_names:
@@ -103,6 +126,7 @@ class RankingCampaign:
         tau0: float = 0.005,
         surrogate: str = "vote",
         power_tuning: float = 20.0,
+        tau_noise: float = 0.5,
         n_draws: int = 4000,
         model_names: Sequence[str] | None = None,
     ) -> None:
@@ -139,6 +163,9 @@ class RankingCampaign:
         if not power_tuning >= 0:
             raise LabelwiseError(f"power_tuning must be >= 0, got {power_tuning}")
         self._n0 = float(power_tuning)
+        if not tau_noise >= 0:
+            raise LabelwiseError(f"tau_noise must be >= 0, got {tau_noise}")
+        self._tau_noise = float(tau_noise)
         self._eta = float(uniform_share)
         self._pow = float(power)
         self._tau0 = float(tau0)
@@ -168,6 +195,57 @@ class RankingCampaign:
         self._weights: list[float] = []
         self._sds_order: NDArray[np.int64] | None = None
         self._sds_pos = 0
+
+    @classmethod
+    def from_selection(
+        cls,
+        selection: Selection,
+        predictions: ArrayLike,
+        labels: ArrayLike,
+        *,
+        rng: RNGLike = None,
+        **kwargs: object,
+    ) -> RankingCampaign:
+        """The campaign of a ``"cppi"`` selection (:func:`cppi_select`) with its rows labelled.
+
+        ``labels`` are the true classes of ``selection.indices``, in that order; the rows'
+        proposal weights come from ``selection.diagnostics["weights"]`` and the uniform share
+        from ``selection.params``. Further keyword arguments go to the constructor (e.g.
+        ``model_names``, ``n_draws``).
+        """
+        if not isinstance(selection, Selection) or selection.method != "cppi":
+            got = selection.method if isinstance(selection, Selection) else type(selection).__name__
+            raise LabelwiseError(f"selection must be a 'cppi' selection, got {got!r}")
+        camp = cls(
+            predictions,
+            method="active",
+            rng=rng,
+            uniform_share=float(selection.params.get("uniform_share", 0.2)),
+            **kwargs,  # type: ignore[arg-type]
+        )
+        camp._adopt(selection)
+        camp.record(selection.indices, labels)
+        return camp
+
+    def _adopt(self, selection: Selection) -> None:
+        """Mark a cppi selection's rows as proposed, with their recorded weights."""
+        check_same_population(selection, self.n_inputs)
+        weights = np.asarray(selection.diagnostics.get("weights", ()), dtype=np.float64)
+        if weights.shape != selection.indices.shape or not np.all(
+            np.isfinite(weights) & (weights > 0)
+        ):
+            raise LabelwiseError(
+                "selection must carry one positive proposal weight per row in "
+                "diagnostics['weights'] (a 'cppi' selection written by labelwise)"
+            )
+        if selection.diagnostics.get("n_models", self.n_models) != self.n_models:
+            raise LabelwiseError(
+                f"predictions must come from the selection's "
+                f"{selection.diagnostics['n_models']} models, got {self.n_models}"
+            )
+        self._proposed[selection.indices] = True
+        for r, w in zip(selection.indices.tolist(), weights.tolist(), strict=True):
+            self._pending[r] = w
 
     # ------------------------------------------------------------------ public API
     @property
@@ -256,14 +334,17 @@ class RankingCampaign:
     def ranking(self, *, confidence: float = 0.95, rank_level: float = 0.9) -> Ranking:
         """The models ranked, with intervals, ``prob_best``, ``prob_beats`` and rank sets."""
         conf = check_confidence(confidence)
-        level = check_confidence(rank_level)
+        level = check_probability(rank_level, "rank_level")
         mean, cov = self.estimate()
         draws = self._draws(mean, cov)
+        if self.method == "active":  # rank sets from the guarded posterior (tau_noise)
+            low, high = _rank_sets(self._draws(*self._posterior(guard=True)), level)
+        else:
+            low, high = _rank_sets(draws, level)
         order = np.argsort(-mean, kind="stable").astype(np.int64)
         rank = stats.rankdata(-np.round(mean, 12), method="min").astype(np.int64)
         beats = _prob_beats(draws)
         best = _prob_best(draws)
-        low, high = _rank_sets(draws, level)
         sd = np.sqrt(np.clip(np.diag(cov), 0, None))
         z = float(stats.norm.ppf(0.5 + conf / 2))
         lab = self._labelled_correct()
@@ -292,18 +373,19 @@ class RankingCampaign:
         r = self.rows
         return self._pred[:, r] == np.asarray(self._labels, dtype=np.int64)[None, :]
 
-    def _posterior(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        mean, cov = self._posterior_with(self._surrogate, self._s_total)
+    def _posterior(self, *, guard: bool = False) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Posterior mean and covariance; ``guard=False``: without the tau_noise guard."""
+        mean, cov = self._posterior_with(self._surrogate, self._s_total, guard)
         if self._weighted and self.n_labelled > 0:
             w = np.clip(mean - 1.0 / self.n_classes, 0.01, None)
             sur = _weighted_agreement(self._pred, w)
             if self._surrogate_kind == "mixed":
                 sur = (sur + self._hard) / np.float32(2)
-            mean, cov = self._posterior_with(sur, sur.sum(axis=1, dtype=np.float64))
+            mean, cov = self._posterior_with(sur, sur.sum(axis=1, dtype=np.float64), guard)
         return mean, cov
 
     def _posterior_with(
-        self, surrogate: NDArray[np.float32], s_total: NDArray[np.float64]
+        self, surrogate: NDArray[np.float32], s_total: NDArray[np.float64], guard: bool
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         m, n_pop = self._pred.shape
         n = self.n_labelled
@@ -325,12 +407,15 @@ class RankingCampaign:
         sigma = sigma + np.eye(m) * (float(np.trace(sigma)) / m * 0.05 + 0.25 / (n + 2) ** 2)
         cen = np.eye(m) - 1.0 / m
         d = cen @ delta_hat
-        tau2 = max(self._tau0**2, (float(d @ d) - float(np.trace(cen @ sigma @ cen))) / (m - 1))
+        trace = float(np.trace(cen @ sigma @ cen))
+        noise = trace / (m - 1)
+        tau2 = max(self._tau0**2, (float(d @ d) - trace) / (m - 1))
         sigma_inv = np.linalg.inv(sigma)
-        prec = sigma_inv + cen / tau2
-        cov = np.linalg.inv(prec)
-        cov = (cov + cov.T) / 2
-        delta_post = cov @ (sigma_inv @ delta_hat)
+        cov, delta_post = _gaussian_posterior(sigma_inv, cen, tau2, delta_hat)
+        if guard and self._tau_noise * noise > tau2:
+            # tau^2 may be underestimated (few labels): the spread of the posterior under the
+            # larger prior, around the same point estimate
+            cov = _gaussian_posterior(sigma_inv, cen, self._tau_noise * noise, delta_hat)[0]
         f = (n_pop - n) / n_pop
         s_unlab = lam * s_total - s_lab.sum(axis=1)
         mean = (correct.sum(axis=1) + s_unlab) / n_pop + f * delta_post
@@ -418,6 +503,81 @@ class RankingCampaign:
         # weight of a draw: 1 / (N p_i), p over the rows still free (bounded by 1 / eta)
         weights = 1.0 / (n_free * p[rows])
         return rows, weights
+
+
+CPPI_PARAMS = {
+    "uniform_share": Param(
+        Interval(float, 0.0, 1.0, closed="right"), "CPPI: uniform share of each draw probability"
+    ),
+}
+
+
+@validate_params(CPPI_PARAMS)
+def cppi_select(
+    predictions: ArrayLike, budget: int, *, uniform_share: float = 0.2, rng: RNGLike = None
+) -> Selection:
+    """One batch of :class:`RankingCampaign`'s active selection, proposed before any label.
+
+    The rows are drawn as in the campaign's first round (module docstring: inputs on which
+    the models that the label-free consensus cannot order disagree, with a uniform share
+    ``uniform_share``); their proposal weights are kept in ``diagnostics["weights"]`` so
+    :meth:`RankingCampaign.from_selection` can give the consensus-PPI ranking, with
+    P(best) and rank sets, once they are labelled. A campaign that records labels between
+    rounds chooses better (use :class:`RankingCampaign` directly); :func:`labelwise.extend`
+    adds another label-free batch.
+    """
+    gen = check_rng(rng)
+    camp = RankingCampaign(predictions, method="active", rng=gen, uniform_share=uniform_share)
+    budget = check_budget(budget, camp.n_inputs)
+    rows = camp.propose(budget)
+    return _cppi_selection(camp, None, rows, uniform_share, gen)
+
+
+def _cppi_selection(
+    camp: RankingCampaign,
+    before: Selection | None,
+    rows: NDArray[np.int64],
+    uniform_share: float,
+    gen: np.random.Generator,
+) -> Selection:
+    """``before``'s rows (if any) then ``rows``, with every row's proposal weight."""
+    old_rows = np.empty(0, np.int64) if before is None else np.asarray(before.indices)
+    old_w = [] if before is None else [float(w) for w in before.diagnostics["weights"]]
+    return Selection(
+        indices=np.concatenate([old_rows, rows]),
+        method="cppi",
+        population_size=camp.n_inputs,
+        params={"uniform_share": float(uniform_share)},
+        rng_state=generator_state(gen),
+        diagnostics={
+            "weights": old_w + [camp._pending[r] for r in rows.tolist()],
+            "n_models": camp.n_models,
+        },
+    )
+
+
+def _cppi_extend(selection: Selection, data: Any, additional: int, rng: RNGLike) -> Selection:
+    if data is None:
+        raise LabelwiseError("predictions must be given to extend a CPPI selection")
+    additional = check_additional(selection, additional)
+    gen = generator_for_extension(selection.rng_state, rng)
+    share = float(selection.params.get("uniform_share", 0.2))
+    camp = RankingCampaign(data, method="active", rng=gen, uniform_share=share)
+    camp._adopt(selection)
+    rows = camp.propose(additional)
+    return _cppi_selection(camp, selection, rows, share, gen)
+
+
+def _gaussian_posterior(
+    sigma_inv: NDArray[np.float64],
+    cen: NDArray[np.float64],
+    tau2: float,
+    delta_hat: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Covariance and mean of delta given delta_hat ~ N(delta, Sigma), C delta ~ N(0, tau2 C)."""
+    cov = np.linalg.inv(sigma_inv + cen / tau2)
+    cov = (cov + cov.T) / 2
+    return cov, cov @ (sigma_inv @ delta_hat)
 
 
 def _soft_agreement(
