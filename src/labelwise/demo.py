@@ -69,8 +69,8 @@ def run_demo(
     print(header)
     for spec in METHODS:
         gen = np.random.default_rng(seed)
-        if isinstance(spec, CampaignSpec):  # labelled in batches of 20, the design learning
-            sizes = (*range(20, budget, 20), budget)
+        if isinstance(spec, CampaignSpec):  # 40 labels, then batches of 20, the design learning
+            sizes = (*range(40, budget, 20), budget)
             value, lo, hi = spec.estimates(pop, sizes, gen)[-1]
         else:
             sel = spec.selections(pop, (budget,), gen)[0]

@@ -416,9 +416,14 @@ class Campaign:
         have = np.flatnonzero(n_h > 0)
         target = have[np.abs(np.arange(h)[:, None] - have[None, :]).argmin(axis=1)]
         sizes = np.bincount(target, weights=self._sizes, minlength=h).astype(np.int64)
+        hint = (
+            "record the pending rows to restore the design"
+            if self.pending.size
+            else f"a batch of at least {2 * h} labels gives every stratum its 2"
+        )
         msg = (
             f"strata {np.flatnonzero(n_h == 0).tolist()} have no recorded label yet; merged "
-            "into their neighbours (record the pending rows to restore the design)"
+            f"into their neighbours ({hint})"
         )
         warnings.warn(msg, DegenerateDataWarning, stacklevel=3)
         notes.append(msg)
