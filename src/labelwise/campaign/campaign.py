@@ -41,8 +41,6 @@ FORMAT = 1
 _N_FOLDS = 5
 _KAPPA = 4.0  # prior pseudo-labels when re-estimating Neyman's S_h
 _ACTIVE_UNIFORM = 0.5  # share of uniform sampling in the active design
-_WILSON = True
-_PRIOR_FLOOR = True  # shrink stratum variances toward at least the calibrated model error
 _NU0 = 4.0  # prior degrees of freedom of the shrunk stratum variances
 # share of each batch allocated proportionally (Hesterberg's defensive mixture: variance at most
 # 2x proportional allocation's). 0.25 -> 0.5 in the study: digits-patch E 0.89 -> 0.77 and
@@ -382,11 +380,11 @@ class Campaign:
         pend = self.n_proposed - rec.size
         if pend:
             notes.append(f"{pend} proposed rows are not yet recorded; estimated from {rec.size}")
-        if anytime and (self.method == "srs" or self.task == "regression"):
-            return self._anytime(rec, conf, metric, notes)
         if anytime:
             if self.method == "active":
                 raise LabelwiseError("anytime must be False for method 'active' (not available)")
+            if self.method == "srs" or self.task == "regression":
+                return self._anytime(rec, conf, metric, notes)
             return _asymptotic_cs(self._stratified_estimate(rec, conf, metric, notes), rec.size)
         if self.method == "srs":
             with warnings.catch_warnings(record=True) as caught:
@@ -459,7 +457,7 @@ class Campaign:
             else:
                 lam_note = "too few labels for the surrogate (< 20): plain stratified estimator"
         floor = None
-        if binary and _PRIOR_FLOOR:
+        if binary:  # shrink stratum variances toward at least the calibrated model error
             e_cal = self._calibrated_error()
             floor = e_cal * (1 - e_cal)
         d = stratified_difference(
@@ -477,7 +475,7 @@ class Campaign:
             notes.append(lam_note)
         elif self.method == "model-assisted":
             notes.append(f"surrogate power-tuning lambda = {d.lam:.3f}")
-        if binary and _WILSON:
+        if binary:
             lo, hi = wilson_effective(d.value, d.std_error, d.df, conf, int(rec.size))
             interval = "wilson (effective n)"
         else:
@@ -546,8 +544,6 @@ class Campaign:
     def _anytime(
         self, rec: NDArray[np.int64], conf: float, metric: str, notes: list[str]
     ) -> Estimate:
-        if self.method == "active":
-            raise LabelwiseError("anytime must be False for method 'active' (not available)")
         alpha = 1 - conf
         lo_b, hi_b = 0.0, 1.0
         if self.task == "regression":
