@@ -39,7 +39,6 @@ __all__ = ["METHODS", "Campaign"]
 METHODS = ("auto", "srs", "stratified", "proportional", "model-assisted", "active")
 FORMAT = 1
 _N_FOLDS = 5
-_KAPPA = 4.0  # prior pseudo-labels when re-estimating Neyman's S_h
 _ACTIVE_UNIFORM = 0.5  # share of uniform sampling in the active design
 _NU0 = 4.0  # prior degrees of freedom of the shrunk stratum variances
 # share of each batch allocated proportionally (Hesterberg's defensive mixture: variance at most

@@ -24,13 +24,6 @@ def check_seed(args: Any) -> None:
         raise LabelwiseError(f"--seed must be a non-negative integer, got {seed}")
 
 
-def floats(text: str, flag: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(x) for x in text.split(","))
-    except ValueError:
-        raise LabelwiseError(f"{flag} must be comma-separated numbers, got {text!r}") from None
-
-
 def check_probabilities(arr: NDArray[Any], flag: str) -> None:
     """``arr`` must be (N, C) class probabilities or (N,) confidences.
 
@@ -61,7 +54,3 @@ def check_probabilities(arr: NDArray[Any], flag: str) -> None:
                 f"{flag} must have rows summing to 1, got row {bad} summing to "
                 f"{a[bad].sum():.4g}{hint}"
             )
-
-
-def thousands(n: int) -> str:
-    return f"{n:,}"
