@@ -60,6 +60,7 @@ class Workspace:
         self.path = Path(directory)
         self.sources: dict[str, Any] = {}
         self.seed: Any = None
+        self._loaded: dict[str, NDArray[Any]] = {}  # sources read and digest-checked already
         self.kind = "selection"
 
     # ---------------------------------------------------------------------- creating
@@ -121,13 +122,20 @@ class Workspace:
             "sha256": file_digest(p),
             "shape": list(arr.shape),
         }
+        self._loaded[key] = arr
         return arr
 
     def has_source(self, key: str) -> bool:
         return bool(self.sources.get(key))
 
     def load_source(self, key: str) -> NDArray[Any]:
-        """Reload a recorded source; an error if the file changed since it was recorded."""
+        """Reload a recorded source; an error if the file changed since it was recorded.
+
+        Read and hashed once per workspace object: a command that needs a source twice
+        (e.g. the campaign and then its scores) does not read the file again.
+        """
+        if key in self._loaded:
+            return self._loaded[key]
         info = self.sources.get(key)
         if not info:
             raise LabelwiseError(f"the selection does not record its {key} file")
@@ -138,6 +146,7 @@ class Workspace:
                 f"{path} changed since the {self.kind} was made (sha256 differs); going on "
                 f"would not continue the same {self.kind}"
             )
+        self._loaded[key] = arr
         return arr
 
     # --------------------------------------------------------------------- selection
