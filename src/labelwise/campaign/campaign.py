@@ -173,6 +173,13 @@ class Campaign:
         return int(np.count_nonzero(~np.isnan(self._scores)))
 
     @property
+    def proposed(self) -> NDArray[np.int64]:
+        """Every row proposed so far, in proposal order (a read-only view)."""
+        v = self._proposed.view()
+        v.flags.writeable = False
+        return v
+
+    @property
     def pending(self) -> NDArray[np.int64]:
         """Rows proposed but not yet recorded, in proposal order."""
         return self._proposed[np.isnan(self._scores[self._proposed])]

@@ -235,10 +235,6 @@ class CampaignState:
             },
         )
 
-    def proposed(self) -> NDArray[np.int64]:
-        """Every row proposed so far, in proposal order."""
-        return np.asarray(self.camp.to_dict()["proposed"], dtype=np.int64)
-
     def summary(self) -> dict[str, Any]:
         return {
             "method": self.camp.method,
@@ -316,7 +312,7 @@ def _new_labels(
             "every part must use the same column"
         )
     proposed = np.zeros(n_pop, dtype=bool)
-    proposed[st.proposed()] = True
+    proposed[st.camp.proposed] = True
     never = rows[~proposed[rows]]
     if never.size:
         raise LabelwiseError(

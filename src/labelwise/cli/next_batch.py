@@ -44,7 +44,7 @@ def cmd_next(args: argparse.Namespace) -> int:
     waiting = int(camp.pending.size)
     rows = camp.propose(args.batch)
     st.last_batch = int(rows.size)
-    proposed = st.proposed()
+    proposed = st.camp.proposed
     # to_label.csv first: if saving the state then fails, the next call proposes these again
     st.ws.write_to_label(proposed, new_from=proposed.size - rows.size)
     st.save()
