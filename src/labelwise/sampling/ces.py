@@ -34,7 +34,6 @@ from .._results import Selection
 from .._validation import (
     RNGLike,
     check_budget,
-    check_int,
     check_numeric_array,
     check_rng,
 )
@@ -125,7 +124,7 @@ def ces_select(
     Neurons that are constant on the pile fall in one section for every row; they cannot
     change the objective's ranking of groups, so they are dropped with a warning.
     """
-    params = _check_params(n_sections, initial, group_size, n_groups, objective, epsilon)
+    params = _params(n_sections, initial, group_size, n_groups, objective, epsilon)
     state = CESState(
         activations, n_sections=params["n_sections"], objective=objective, epsilon=params["epsilon"]
     )
@@ -142,6 +141,7 @@ def ces_select(
     )
 
 
+@validate_params({k: CES_PARAMS[k] for k in ("n_sections", "objective", "epsilon")})
 def ces_objective(
     activations: ArrayLike,
     rows: ArrayLike,
@@ -151,8 +151,9 @@ def ces_objective(
     epsilon: float = 1e-10,
 ) -> float:
     """The objective of Algorithm 1 for the set of ``rows`` (sections from the whole pile)."""
-    _check_params(n_sections, 1, 1, 1, objective, epsilon)
-    state = CESState(activations, n_sections=n_sections, objective=objective, epsilon=epsilon)
+    state = CESState(
+        activations, n_sections=int(n_sections), objective=objective, epsilon=float(epsilon)
+    )
     r = np.unique(np.asarray(rows, dtype=np.int64))
     if r.size == 0 or r.min() < 0 or r.max() >= state.n_rows:
         raise LabelwiseError(f"rows must be non-empty indices in [0, {state.n_rows}), got {rows!r}")
@@ -362,29 +363,18 @@ def _draw_groups(
     return pool[idx]
 
 
-def _check_params(
+def _params(
     n_sections: Any, initial: Any, group_size: Any, n_groups: Any, objective: Any, epsilon: Any
 ) -> dict[str, Any]:
-    n_sections = check_int(n_sections, "n_sections", minimum=1)
-    if n_sections > 255:
-        raise LabelwiseError(f"n_sections must be at most 255, got {n_sections}")
-    if objective not in CES_OBJECTIVES:
-        raise LabelwiseError(
-            f"objective must be one of {sorted(CES_OBJECTIVES)}, got {objective!r}"
-        )
-    try:
-        eps = float(epsilon)
-    except (TypeError, ValueError):
-        raise LabelwiseError(f"epsilon must be a number in (0, 1), got {epsilon!r}") from None
-    if not 0 < eps < 1:
-        raise LabelwiseError(f"epsilon must be in (0, 1), got {epsilon!r}")
+    """The parameters as plain Python values, for ``Selection.params`` (already checked against
+    :data:`CES_PARAMS` by ``@validate_params``)."""
     return {
-        "n_sections": n_sections,
-        "initial": check_int(initial, "initial", minimum=1),
-        "group_size": check_int(group_size, "group_size", minimum=1),
-        "n_groups": check_int(n_groups, "n_groups", minimum=1),
-        "objective": objective,
-        "epsilon": eps,
+        "n_sections": int(n_sections),
+        "initial": int(initial),
+        "group_size": int(group_size),
+        "n_groups": int(n_groups),
+        "objective": str(objective),
+        "epsilon": float(epsilon),
     }
 
 

@@ -195,17 +195,9 @@ def _confidences(confidences: ArrayLike) -> NDArray[np.float64]:
 
 
 def _check_shares(shares: Sequence[float], name: str) -> tuple[float, ...]:
-    try:
-        s = tuple(float(x) for x in shares)
-    except (TypeError, ValueError):
-        raise LabelwiseError(
-            f"{name} must be a sequence of positive shares, got {shares!r}"
-        ) from None
-    if len(s) < 1 or any(not np.isfinite(x) or x <= 0 for x in s):
-        raise LabelwiseError(f"{name} must be positive shares, got {shares!r}")
-    if abs(sum(s) - 1.0) > 1e-6:
-        raise LabelwiseError(f"{name} must sum to 1, got {sum(s):g} from {shares!r}")
-    return s
+    """``shares`` as floats, checked by the same rule as CSS_PARAMS (:class:`Shares`)."""
+    Shares().check(shares, name)
+    return tuple(float(x) for x in shares)
 
 
 def _allocation_weights(
