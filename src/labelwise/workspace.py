@@ -11,6 +11,13 @@ Layout (every file written atomically)::
     DIR/<name>.state.json / <name>.state.npz   other state, e.g. a sequential campaign's
     DIR/campaign.state.json   a sequential campaign (``labelwise campaign``): its sources, its
                          state (:meth:`labelwise.Campaign.to_dict`) and the labels recorded
+    DIR/classes.json     class names (a JSON list, index = class), when the user gave them
+
+Beside a captured pile (``labelwise capture --out CAP``) live ``CAP/capture.json`` (its
+``"pile"`` entry says what the inputs were: kind, path, image root, preprocessing),
+``CAP/ids.txt`` (one stable id per row: an image's path under the root, or a table's row
+number) and ``CAP/classes.json``. A workspace whose activations came from ``CAP`` finds them
+through :meth:`Workspace.capture_dir`.
 
 A directory holds a selection or a campaign, never both.
 
@@ -47,6 +54,9 @@ LABELS = "labels.csv"
 ESTIMATE = "estimate.json"
 RANKING = "ranking.json"
 CAMPAIGN = "campaign"  # state name: DIR/campaign.state.json
+CLASSES = "classes.json"
+IDS = "ids.txt"
+CAPTURE = "capture.json"
 
 
 class Workspace:
@@ -148,6 +158,47 @@ class Workspace:
             )
         self._loaded[key] = arr
         return arr
+
+    # ------------------------------------------------------- the pile behind the sources
+
+    def capture_dir(self) -> Path | None:
+        """The ``labelwise capture`` directory the activations came from, if any."""
+        info = self.sources.get("activations")
+        if not info:
+            return None
+        parent = Path(info["path"]).parent
+        return parent if (parent / CAPTURE).is_file() else None
+
+    def pile_info(self) -> dict[str, Any] | None:
+        """The ``"pile"`` entry of the capture's ``capture.json`` (None if unknown)."""
+        cap = self.capture_dir()
+        if cap is None:
+            return None
+        pile = read_json(cap / CAPTURE, f"{cap / CAPTURE}").get("pile")
+        return dict(pile) if isinstance(pile, dict) else None
+
+    def row_ids(self) -> list[str] | None:
+        """One stable id per row of the pile (from the capture's ``ids.txt``), or None."""
+        cap = self.capture_dir()
+        if cap is None or not (cap / IDS).is_file():
+            return None
+        return (cap / IDS).read_text(encoding="utf-8").splitlines()
+
+    def classes(self) -> tuple[str, ...] | None:
+        """Class names (index = class): ``DIR/classes.json``, else the capture's, else None."""
+        for where in (self.path, self.capture_dir()):
+            if where is not None and (where / CLASSES).is_file():
+                names = read_json(where / CLASSES, f"{where / CLASSES}")
+                if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                    raise LabelwiseError(f"{where / CLASSES} must be a JSON list of names")
+                return tuple(names)
+        return None
+
+    def set_classes(self, names: list[str] | tuple[str, ...]) -> Path:
+        """Write ``DIR/classes.json``."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        write_json(self.path / CLASSES, list(names))
+        return self.path / CLASSES
 
     # --------------------------------------------------------------------- selection
 
