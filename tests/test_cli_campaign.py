@@ -337,3 +337,23 @@ def test_a_closed_pipe_ends_quietly(monkeypatch: pytest.MonkeyPatch, tmp_path: P
         assert main([*argv, "--seed", "0", "--out", str(tmp_path / "sel")]) == 1
     finally:
         stream.close()  # flushes what is left into /dev/null, where the handler pointed it
+
+
+def test_a_note_is_printed_once_and_one_label_is_singular(
+    pile: dict, capsys: pytest.CaptureFixture
+) -> None:
+    """The estimate's notes go in its table, not again on stderr; '1 label', not '1 labels'."""
+    d = _start(pile, capsys)
+    code, _, err = _run(["next", d, "--batch", 20], capsys)
+    assert code == 0, err
+    row = _to_label(d)[0]["row"]
+    one = _write_labels(d.parent / "one.csv", [row], [int(pile["y"][row])])
+    code, out, err = _run(["estimate", d, "--labels", one], capsys)
+    assert code == 0, err
+    notes = [ln for ln in out.splitlines() if ln.strip().startswith("note")]
+    assert notes, out  # one label leaves strata empty: the estimate says so
+    for ln in notes:
+        text = ln.strip()[len("note") :].strip()
+        assert text not in err, (text, err)
+    assert "these 1 labels" not in out
+    assert "this label" in out

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 import textwrap
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -268,11 +269,18 @@ def estimate_campaign(args: argparse.Namespace) -> int:
     new_rows, new_values = _new_labels(st, rows, kind, values)
     scores = _scores(args, st, kind, new_rows, new_values)
     camp.record(new_rows, scores)
-    est = camp.estimate(confidence=args.confidence)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = camp.estimate(confidence=args.confidence)
+        anytime = None
+        if h is not None:
+            anytime = camp.estimate(anytime=True, confidence=args.confidence)
+    # The estimate carries its notes and the table prints them: pass on only the others.
+    for w in caught:
+        if str(w.message) not in est.notes:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     doc: dict[str, Any] = est.to_dict()
-    anytime = None
-    if h is not None:
-        anytime = camp.estimate(anytime=True, confidence=args.confidence)
+    if anytime is not None:
         half = (anytime.ci_high - anytime.ci_low) / 2
         doc["anytime"] = {
             "ci_low": anytime.ci_low,
@@ -444,11 +452,11 @@ def worth_in_words(est: Estimate) -> str:
     """The effective sample size as a sentence: how many random labels these are worth."""
     ess = est.effective_sample_size
     n = est.n_labelled
+    these = "this label" if n == 1 else f"these {n} labels"
     if ess is None:
         return "no effective sample size for this interval"
     if not math.isfinite(ess):
-        return (
-            f"these {n} labels show no spread at all, so their worth in random labels is "
-            "not defined yet"
-        )
-    return f"these {n} labels are worth about {ess:,.0f} random ones (effective sample size)"
+        verb = "shows" if n == 1 else "show"
+        return f"{these} {verb} no spread yet, so their worth in random labels is undefined"
+    verb = "is" if n == 1 else "are"
+    return f"{these} {verb} worth about {ess:,.0f} random ones (effective sample size)"
