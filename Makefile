@@ -12,7 +12,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[torch,study,dependability,dev]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[torch,study,dependability,onnx,images,tables,dask,dev]"
 	$(BIN)/python -m pip install --quiet --no-deps torchattacks==3.5.1
 	touch $(STAMP)
 
