@@ -381,10 +381,21 @@ def test_torchscript_nested_chain_and_flags(tmp_path: Path) -> None:
     assert all(m.training for m in loaded.modules())
 
 
-def test_torchscript_non_chain_model_raises_clear_error(tmp_path: Path) -> None:
-    path = script_and_save(FunctionalNet(), tmp_path / "f.pt")
-    with pytest.raises(LabelwiseError, match=r"TorchScript.*\(features, logits\)"):
-        capture(path, vectors(), progress=False)
+def test_torchscript_non_chain_model_is_captured_from_its_graph(tmp_path: Path) -> None:
+    # forward is not a chain of the children (a functional ReLU and a rescale in between):
+    # this used to be an error; the inlined TorchScript graph exposes the hidden value
+    model = FunctionalNet()
+    path = script_and_save(model, tmp_path / "f.pt")
+    x = vectors()
+    for layer in (None, "fc"):
+        cap = capture(path, x, layer=layer, batch_size=7, progress=False)
+        ref = capture(model, x, layer=layer, progress=False)
+        assert cap.layer == ref.layer
+        assert close(cap.activations, ref.activations)
+        assert close(cap.outputs, ref.outputs)
+    with torch.no_grad():
+        hidden = torch.relu(model.fc(t32(x))) * 2.0
+    assert close(capture(path, x, progress=False).activations, hidden)
 
 
 def test_torchscript_tuple_convention(tmp_path: Path) -> None:

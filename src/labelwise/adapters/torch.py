@@ -4,6 +4,10 @@ This is the only module of labelwise that uses torch, and it imports torch lazil
 functions: importing this module works without torch, calling it raises
 :class:`~labelwise.exceptions.MissingDependencyError`.
 
+Models come as people save them (:func:`load_model`): a TorchScript file (``torch.jit.save``,
+any ``forward``), a pickled ``nn.Module`` (``torch.save(model)``), a ``torch.export`` program
+(``.pt2``), or a ``state_dict`` / checkpoint plus the model class (``model_class=``).
+
 Examples
 --------
 >>> from labelwise.adapters.torch import capture
@@ -14,78 +18,64 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import importlib
 import itertools
+import json
 import os
+import sys
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from .._deps import require
 from .._progress import progress_bar
 from .._validation import check_int
 from ..exceptions import LabelwiseError
+from ._capture import HEADS, Capture, CaptureWriter, array_rows, parse_classes
+from ._torch_graph import GraphTap, is_exported, tap_exported, tap_scripted
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = ["Capture", "capture", "load_model"]
 
-_HEADS = ("softmax", "raw")
-_PROBABILITY_ATOL = 1e-4  # rows summing to 1 within this are taken as already-softmaxed
-_CHAIN_ATOL = 1e-5  # chained children must reproduce forward() within this
-_SOFTMAX_CHUNK_ROWS = 1 << 16
 _TUPLE_LABEL = "output[0] (features)"
 _TUPLE_HINT = (
     "pass the Python nn.Module instead, or save a TorchScript model whose forward() returns "
     "a tuple (features, logits)"
 )
+_STATE_KEYS = ("state_dict", "model_state_dict", "model", "net")
+#: what :func:`load_model` found in a file, recorded in capture.json
+MODEL_KINDS = ("torchscript", "pickle", "state-dict", "export", "module")
 
 
 def _require_torch() -> None:
     """Raise :class:`MissingDependencyError` when torch cannot be imported."""
-    require("torch", "the PyTorch adapter")
+    require("torch", "the PyTorch adapter", extra="torch")
 
 
-@dataclass(frozen=True, eq=False)
-class Capture:
-    """What one pass of a model over the operational inputs produced.
+def load_model(
+    path: str | os.PathLike[str],
+    *,
+    model_class: str | type | None = None,
+    model_kwargs: Mapping[str, Any] | None = None,
+) -> torch.nn.Module:
+    """Load a model saved as TorchScript, a pickled module, a ``.pt2`` or a ``state_dict``.
 
-    Attributes
-    ----------
-    activations:
-        float32, shape ``(N, m)``: the captured layer's tensor for each row, flattened.
-    outputs:
-        float32, shape ``(N, C)``: softmax probabilities (``head="softmax"``) or the model's
-        raw outputs (``head="raw"``, e.g. regression; a 1-D output becomes ``(N, 1)``).
-    layer:
-        Which tensor was captured, e.g. ``"fc3 (input)"``, ``"features (output)"`` or
-        ``"output[0] (features)"`` for a model returning ``(features, logits)``.
-    head:
-        ``"softmax"`` or ``"raw"``.
-    """
-
-    activations: NDArray[np.float32]
-    outputs: NDArray[np.float32]
-    layer: str
-    head: str
-
-    def __repr__(self) -> str:
-        return (
-            f"Capture(activations={self.activations.shape}, outputs={self.outputs.shape}, "
-            f"layer={self.layer!r}, head={self.head!r})"
-        )
-
-
-def load_model(path: str | os.PathLike[str]) -> torch.nn.Module:
-    """Load a model saved as TorchScript (``torch.jit.save``) or as a pickled ``nn.Module``.
-
-    TorchScript is tried first (``torch.jit.load(path, map_location="cpu")``), then
-    ``torch.load(path, map_location="cpu", weights_only=False)`` of a whole pickled module.
+    * ``model_class`` given: ``path`` holds a ``state_dict``, or a checkpoint dict with one
+      under ``"state_dict"`` / ``"model_state_dict"`` (read with ``weights_only=True``);
+      the model is ``model_class(**model_kwargs)`` with those weights (strict).
+      ``model_class`` is a class or ``"package.module:Class"``, imported with the current
+      directory on ``sys.path``.
+    * a ``.pt2`` file: ``torch.export.load(path).module()``.
+    * otherwise TorchScript is tried first (``torch.jit.load``), then
+      ``torch.load(path, weights_only=False)`` of a whole pickled module, with the current
+      directory on ``sys.path`` so that its class can be imported from there.
 
     .. warning::
         Unpickling runs arbitrary code: load only files you trust.
@@ -94,6 +84,8 @@ def load_model(path: str | os.PathLike[str]) -> torch.nn.Module:
     ----------
     path:
         The model file.
+    model_class, model_kwargs:
+        The class (and its keyword arguments) that the ``state_dict`` in ``path`` belongs to.
 
     Returns
     -------
@@ -103,11 +95,22 @@ def load_model(path: str | os.PathLike[str]) -> torch.nn.Module:
     Raises
     ------
     LabelwiseError
-        The file is missing, corrupt, or holds something other than a model (e.g. a
-        ``state_dict``).
+        The file is missing, corrupt, holds something other than a model (e.g. a
+        ``state_dict`` without ``model_class``), the pickled model's class cannot be imported
+        (the message names the module and class), or the weights do not fit the class.
     MissingDependencyError
         torch is not installed.
     """
+    return _load(path, model_class=model_class, model_kwargs=model_kwargs)[0]
+
+
+def _load(
+    path: str | os.PathLike[str],
+    *,
+    model_class: str | type | None = None,
+    model_kwargs: Mapping[str, Any] | None = None,
+) -> tuple[torch.nn.Module, str]:
+    """:func:`load_model` and the kind of file it was (one of :data:`MODEL_KINDS`)."""
     _require_torch()
     import torch
 
@@ -118,6 +121,12 @@ def load_model(path: str | os.PathLike[str]) -> torch.nn.Module:
         raise LabelwiseError(f"model file not found: {where!r}")
     if os.path.isdir(where):
         raise LabelwiseError(f"model path {where!r} is a directory, expected a file")
+    if model_kwargs is not None and model_class is None:
+        raise LabelwiseError("model_kwargs needs model_class (the class they are passed to)")
+    if model_class is not None:
+        return _from_state_dict(where, model_class, model_kwargs or {}), "state-dict"
+    if where.lower().endswith(".pt2"):
+        return _from_export(where), "export"
 
     try:
         with warnings.catch_warnings():
@@ -126,12 +135,15 @@ def load_model(path: str | os.PathLike[str]) -> torch.nn.Module:
                 "ignore", message=r".*torch\.jit.*deprecated", category=DeprecationWarning
             )
             scripted: torch.nn.Module = torch.jit.load(where, map_location="cpu")
-        return scripted
+        return scripted, "torchscript"
     except Exception as exc:
         jit_error = _short(exc)
 
     try:
-        obj = torch.load(where, map_location="cpu", weights_only=False)
+        with _cwd_on_path():
+            obj = torch.load(where, map_location="cpu", weights_only=False)
+    except (ModuleNotFoundError, AttributeError) as exc:
+        raise LabelwiseError(_unimportable_message(where, exc)) from exc
     except Exception as exc:
         raise LabelwiseError(
             f"could not load a model from {where!r}: it is neither a TorchScript file "
@@ -139,14 +151,192 @@ def load_model(path: str | os.PathLike[str]) -> torch.nn.Module:
             f"(torch.load: {_short(exc)})"
         ) from exc
     if isinstance(obj, torch.nn.Module):
-        return obj
+        return obj, "pickle"
     if isinstance(obj, Mapping):
         raise LabelwiseError(
             f"{where!r} holds a {type(obj).__name__} (a state_dict or checkpoint?), not a "
-            "model: build the model in Python, call model.load_state_dict(...), and pass the "
-            "module itself"
+            "model: pass the class it belongs to, model_class='package.module:Class' "
+            "(CLI: --model-class package.module:Class --state-dict FILE, and --model-kwargs "
+            "'{...}' for its arguments)"
         )
     raise LabelwiseError(f"{where!r} holds a {type(obj).__name__}, not a torch.nn.Module")
+
+
+@contextlib.contextmanager
+def _cwd_on_path() -> Iterator[None]:
+    """The current directory first on ``sys.path`` (as ``python -m`` has it), then restored."""
+    cwd = os.getcwd()
+    added = cwd not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        yield
+    finally:
+        if added:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(cwd)
+
+
+def _unimportable_message(where: str, exc: BaseException) -> str:
+    text = str(exc)
+    if isinstance(exc, ModuleNotFoundError):
+        module = exc.name or text
+        what = f"its class is defined in module {module!r}, which cannot be imported"
+    elif "Can't get attribute" in text:
+        # "Can't get attribute 'Net' on <module '__main__' from 'train.py'>"
+        what = f"its class cannot be found ({_short(exc)})"
+        if "'__main__'" in text:
+            what += (
+                "; the class was defined in the script that saved the model, so the pickle "
+                "refers to __main__"
+            )
+    else:
+        what = f"unpickling failed ({type(exc).__name__}: {_short(exc)})"
+    return (
+        f"cannot load the pickled model {where!r}: {what}. Run labelwise from the directory "
+        "that holds the class's module (it is put on sys.path), or save the weights with "
+        "torch.save(model.state_dict(), FILE) and load them with model_class="
+        "'package.module:Class' (CLI: --model-class package.module:Class --state-dict FILE)"
+    )
+
+
+def _import_class(spec: str | type) -> type:
+    """``"package.module:Class"`` (or ``package.module.Class``) -> the class."""
+    if isinstance(spec, type):
+        return spec
+    if not isinstance(spec, str) or not spec.strip():
+        raise LabelwiseError(f"model_class must be a class or 'package.module:Class', got {spec!r}")
+    text = spec.strip()
+    if ":" in text:
+        module_name, _, attr = text.partition(":")
+    else:
+        module_name, _, attr = text.rpartition(".")
+    if not module_name or not attr:
+        raise LabelwiseError(f"model_class must look like 'package.module:Class', got {spec!r}")
+    try:
+        with _cwd_on_path():
+            module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise LabelwiseError(
+            f"cannot import module {module_name!r} for model_class {spec!r} ({exc}); run from "
+            f"the directory that holds {module_name.replace('.', '/')}.py, or add its "
+            "directory to PYTHONPATH"
+        ) from exc
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            names = [n for n in dir(module) if isinstance(getattr(module, n, None), type)]
+            close = difflib.get_close_matches(part, names, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise LabelwiseError(f"module {module_name!r} has no class {attr!r}{hint}")
+        obj = getattr(obj, part)
+    if not isinstance(obj, type):
+        raise LabelwiseError(f"model_class {spec!r} is a {type(obj).__name__}, not a class")
+    return obj
+
+
+def _from_state_dict(
+    where: str, model_class: str | type, model_kwargs: Mapping[str, Any]
+) -> torch.nn.Module:
+    import torch
+
+    cls = _import_class(model_class)
+    if not isinstance(model_kwargs, Mapping):
+        raise LabelwiseError(f"model_kwargs must be a dict, got {type(model_kwargs).__name__}")
+    try:
+        model = cls(**dict(model_kwargs))
+    except Exception as exc:
+        raise LabelwiseError(
+            f"could not build {cls.__name__}(**{dict(model_kwargs)!r}): {type(exc).__name__}: "
+            f"{_short(exc)}; pass its constructor arguments as model_kwargs (CLI: "
+            "--model-kwargs '{\"name\": value}')"
+        ) from exc
+    if not isinstance(model, torch.nn.Module):
+        raise LabelwiseError(f"{cls.__name__}(...) is a {type(model).__name__}, not an nn.Module")
+    try:
+        obj = torch.load(where, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise LabelwiseError(
+            f"could not read a state_dict from {where!r} (torch.load with weights_only=True: "
+            f"{_short(exc)}); save one with torch.save(model.state_dict(), FILE)"
+        ) from exc
+    state = _state_of(obj, where)
+    if state and all(k.startswith("module.") for k in state):  # saved from DataParallel
+        state = {k.removeprefix("module."): v for k, v in state.items()}
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        expected = set(model.state_dict())
+        missing = sorted(expected - set(state))
+        unexpected = sorted(set(state) - expected)
+        parts = []
+        if missing:
+            parts.append(f"missing {_few(missing)}")
+        if unexpected:
+            parts.append(f"unexpected {_few(unexpected)}")
+        detail = "; ".join(parts) if parts else _short(exc)
+        raise LabelwiseError(
+            f"the weights in {where!r} do not fit {cls.__name__}(**{dict(model_kwargs)!r}): "
+            f"{detail}; check model_class and model_kwargs (e.g. layer sizes)"
+        ) from exc
+    return model
+
+
+def _state_of(obj: Any, where: str) -> dict[str, Any]:
+    import torch
+
+    if isinstance(obj, Mapping):
+        if obj and all(isinstance(v, torch.Tensor) for v in obj.values()):
+            return dict(obj)
+        for key in _STATE_KEYS:
+            inner = obj.get(key)
+            if isinstance(inner, Mapping) and all(
+                isinstance(v, torch.Tensor) for v in inner.values()
+            ):
+                return dict(inner)
+        keys = ", ".join(repr(k) for k in list(obj)[:8])
+        raise LabelwiseError(
+            f"{where!r} holds a dict without a state_dict (keys: {keys}); expected the "
+            f"tensors themselves or a checkpoint with one of the keys {list(_STATE_KEYS)}"
+        )
+    raise LabelwiseError(f"{where!r} holds a {type(obj).__name__}, not a state_dict")
+
+
+def _few(names: list[str], shown: int = 5) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(repr(n) for n in names[:shown]) + more
+
+
+def _from_export(where: str) -> torch.nn.Module:
+    import torch
+
+    try:
+        program = torch.export.load(where)
+        module: torch.nn.Module = program.module()
+    except Exception as exc:
+        raise LabelwiseError(
+            f"could not load the torch.export program {where!r} (torch.export.load: "
+            f"{_short(exc)}); save it with torch.export.save(torch.export.export(model, "
+            "(x,)), FILE)"
+        ) from exc
+    return module
+
+
+def parse_model_kwargs(text: str | None) -> dict[str, Any] | None:
+    """The JSON object of ``--model-kwargs`` (``None`` stays ``None``)."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LabelwiseError(
+            f"--model-kwargs must be a JSON object such as '{{\"hidden\": 32}}' ({exc})"
+        ) from None
+    if not isinstance(value, dict):
+        raise LabelwiseError(
+            f"--model-kwargs must be a JSON object such as '{{\"hidden\": 32}}', got {text!r}"
+        )
+    return value
 
 
 def capture(
@@ -158,6 +348,7 @@ def capture(
     batch_size: int = 256,
     device: str | torch.device = "cpu",
     progress: bool = True,
+    out: str | os.PathLike[str] | None = None,
 ) -> Capture:
     """Run ``model`` over ``inputs`` once and capture a hidden layer and the outputs.
 
@@ -167,20 +358,22 @@ def capture(
     Parameters
     ----------
     model:
-        A ``torch.nn.Module``, or the path of a TorchScript / pickled model file
+        A ``torch.nn.Module``, or the path of a TorchScript / pickled / ``.pt2`` model file
         (see :func:`load_model`).
     inputs:
-        A NumPy array (memory maps are read batch by batch), a tensor, or any array-like
-        with ``shape``, ``dtype`` and slicing (h5py, zarr). The first axis is the rows; each
-        batch is converted to the dtype of the model's first floating-point parameter
-        (float32 for most models, float64 for a ``model.double()``) and passed as
+        A NumPy array (memory maps are read batch by batch), a tensor, any array-like with
+        ``shape`` (or ``len``) and slicing that returns an array (h5py, zarr, labelwise piles),
+        or a ``torch.utils.data.Dataset`` / ``DataLoader`` yielding tensors or ``(x, y)``
+        tuples (a Dataset is read in order, ``batch_size`` rows at a time). The first axis is
+        the rows; each batch is converted to the dtype of the model's first floating-point
+        parameter (float32 for most models, float64 for a ``model.double()``) and passed as
         ``model(batch)``.
     layer:
         ``None`` (default) captures the *input* of the last ``nn.Linear`` that runs in the
-        forward pass (found with pre-hooks on the first batch), i.e. the last hidden
-        representation before the classification head; ``Capture.layer`` names it. (For
-        TorchScript models, which have no hooks, the last ``Linear`` in
-        ``model.named_modules()`` order.) A name from ``model.named_modules()`` (e.g.
+        forward pass (found with pre-hooks on the first batch; for TorchScript and
+        ``torch.export`` models, the last ``linear`` operation of the forward graph that feeds
+        the output), i.e. the last hidden representation before the classification head;
+        ``Capture.layer`` names it. A name from ``model.named_modules()`` (e.g.
         ``"features.3"``) captures the *output* of that module. A model whose
         forward returns a tuple ``(features, logits)`` needs no layer: ``features`` is
         captured.
@@ -197,11 +390,18 @@ def capture(
     progress:
         Show a tqdm progress bar over the batches (also off when the environment variable
         ``LABELWISE_NO_PROGRESS=1``).
+    out:
+        ``None``: the arrays are kept in memory. A directory: each batch is written straight
+        to ``activations.npy``, ``probabilities.npy`` (``outputs.npy`` with ``head="raw"``)
+        and ``predictions.npy`` there (memory-mapped, under temporary names renamed into
+        place at the end, so an error leaves no partial file), and the result's arrays are
+        read-only memory maps of those files: a pile larger than RAM can be captured.
 
     Returns
     -------
     Capture
-        float32 ``activations`` ``(N, m)`` and ``outputs`` ``(N, C)``.
+        float32 ``activations`` ``(N, m)`` and ``outputs`` ``(N, C)``; ``classes`` from a
+        ``classes`` attribute of the model (a list of names), if any.
 
     Raises
     ------
@@ -209,23 +409,23 @@ def capture(
         Invalid arguments, empty inputs, an unknown layer, a model without ``nn.Linear`` and
         no ``layer``, a model that fails on the inputs (e.g. a wrong input shape: the message
         gives the shape passed, the shape the first layer expects and the model's error),
-        non-finite results, or a TorchScript model whose layer cannot be reached
-        (hooks do not work on TorchScript; see Notes).
+        non-finite results, or a compiled (TorchScript / export) model whose layer cannot be
+        reached (the message says why).
     MissingDependencyError
         torch is not installed.
 
     Notes
     -----
-    TorchScript modules do not support hooks. For them, the layer is reached by running the
-    model's child modules one after another (as in a scripted ``nn.Sequential``); on the first
-    batch this chain is checked against ``model(x)`` and a :class:`LabelwiseError` is raised if
-    the two differ. TorchScript models whose forward returns ``(features, logits)`` always work.
+    Hooks do not fire inside TorchScript and ``torch.export`` models, whatever their
+    ``forward`` does. For them the hidden tensor is exposed in the graph itself: the forward
+    graph is inlined (each operation remembers the module it came from) and the wanted value
+    is returned as an extra output (see :mod:`labelwise.adapters._torch_graph`).
     """
     _require_torch()
     import torch
 
-    if head not in _HEADS:
-        raise LabelwiseError(f"head must be one of {_HEADS}, got {head!r}")
+    if head not in HEADS:
+        raise LabelwiseError(f"head must be one of {HEADS}, got {head!r}")
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if layer is not None and (not isinstance(layer, str) or not layer):
         raise LabelwiseError(f"layer must be None or a non-empty module name, got {layer!r}")
@@ -241,51 +441,62 @@ def capture(
             f"got {type(model).__name__}"
         )
     dtype = _input_dtype(model)
-    n_rows, get_batch = _row_source(inputs, dtype)
+    n_rows, batches = _batches(inputs, dtype, batch_size)
     plan = _plan(model, layer)
+    classes = _model_classes(model)
 
     training_flags = [(module, module.training) for module in model.modules()]
     original_device = _single_device(model)
     moved = original_device is not None and original_device != target_device
     runner = _Runner(model, plan, head)
-    activations: NDArray[np.float32] | None = None
-    outputs: NDArray[np.float32] | None = None
-    try:
-        if moved:
-            model.to(target_device)
-        model.eval()
-        runner.attach()
-        starts = range(0, n_rows, batch_size)
-        bar = progress_bar(len(starts), desc="labelwise capture", unit="batch", enabled=progress)
-        with bar, torch.no_grad():
-            for start in starts:
-                stop = min(start + batch_size, n_rows)
-                x = get_batch(start, stop).to(target_device)
-                feats, outs = runner(x)
-                if activations is None or outputs is None:
-                    activations = np.empty((n_rows, feats.shape[1]), dtype=np.float32)
-                    outputs = np.empty((n_rows, outs.shape[1]), dtype=np.float32)
-                _store(activations, feats, start, "activations", runner.label)
-                _store(outputs, outs, start, "model outputs", runner.label)
-                bar.update(1)
-    finally:
-        runner.detach()
-        # parents come before children in modules(), so each module ends with its own flag
-        for module, flag in training_flags:
-            module.train(flag)
-        if moved and original_device is not None:
-            model.to(original_device)
+    with CaptureWriter(n_rows, head=head, out=out) as writer:
+        try:
+            if moved:
+                model.to(target_device)
+            model.eval()
+            runner.attach()
+            n_batches = -(-n_rows // batch_size)
+            bar = progress_bar(n_batches, desc="labelwise capture", unit="batch", enabled=progress)
+            done = 0
+            with bar, torch.no_grad():
+                for x in batches():
+                    feats, outs = runner(x.to(target_device))
+                    writer.write(done, _numpy(feats), _numpy(outs), runner.label)
+                    done += int(x.shape[0])
+                    bar.update(1)
+        finally:
+            runner.detach()
+            # parents come before children in modules(), so each module ends with its own flag
+            for module, flag in training_flags:
+                module.train(flag)
+            if moved and original_device is not None:
+                model.to(original_device)
+        activations, outputs = writer.finish(runner.label, rows=done)
+    if classes is not None and outputs.shape[1] != len(classes):
+        classes = None  # a `classes` attribute that does not describe the outputs
+    return Capture(
+        activations=activations, outputs=outputs, layer=runner.label, head=head, classes=classes
+    )
 
-    assert activations is not None and outputs is not None  # n_rows >= 1
-    if head == "softmax" and not _looks_like_probabilities(outputs):
-        _softmax_rows_inplace(outputs)
-    bad = _first_nonfinite_row(outputs)
-    if bad is not None:
-        raise LabelwiseError(
-            f"the model produced NaN or infinite outputs (first at row {bad}); "
-            "check the inputs for NaN/inf"
-        )
-    return Capture(activations=activations, outputs=outputs, layer=runner.label, head=head)
+
+def _numpy(values: torch.Tensor) -> np.ndarray:
+    import torch
+
+    return values.detach().to(device="cpu", dtype=torch.float32).numpy()
+
+
+def _model_classes(model: torch.nn.Module) -> tuple[str, ...] | None:
+    """Names from a ``classes`` attribute holding a list of str (anything else is ignored)."""
+    try:
+        value = getattr(model, "classes", None)
+    except Exception:
+        return None
+    if isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
+        try:
+            return parse_classes(list(value), "the model's classes attribute")
+        except LabelwiseError:
+            return None
+    return None
 
 
 # --------------------------------------------------------------------------- validation
@@ -331,11 +542,15 @@ def _input_dtype(model: torch.nn.Module) -> torch.dtype:
     return torch.float32
 
 
-def _row_source(
-    inputs: Any, model_dtype: torch.dtype
-) -> tuple[int, Callable[[int, int], torch.Tensor]]:
-    """Number of rows and a function returning rows ``[start, stop)`` in ``model_dtype``."""
+def _batches(
+    inputs: Any, model_dtype: torch.dtype, batch_size: int
+) -> tuple[int, Callable[[], Iterator[torch.Tensor]]]:
+    """The number of rows and a function iterating over the batches in ``model_dtype``.
+
+    Only one batch is read (and converted) at a time.
+    """
     import torch
+    from torch.utils.data import DataLoader, Dataset
 
     if isinstance(inputs, torch.Tensor):
         tensor = inputs
@@ -344,40 +559,79 @@ def _row_source(
         if tensor.is_complex():
             raise LabelwiseError(f"inputs must hold real numbers, got dtype {tensor.dtype}")
         n = int(tensor.shape[0])
+        if n == 0:
+            raise LabelwiseError("inputs must have at least one row, got 0")
 
-        def tensor_batch(start: int, stop: int) -> torch.Tensor:
-            return tensor[start:stop].detach().to(dtype=model_dtype)
+        def tensor_batches() -> Iterator[torch.Tensor]:
+            for start in range(0, n, batch_size):
+                yield tensor[start : start + batch_size].detach().to(dtype=model_dtype)
 
-        get: Callable[[int, int], torch.Tensor] = tensor_batch
-    else:
-        array = inputs
-        lazy = hasattr(array, "shape") and hasattr(array, "dtype") and hasattr(array, "__getitem__")
-        if not (isinstance(array, np.ndarray) or lazy):
-            try:
-                array = np.asarray(array)
-            except (TypeError, ValueError) as exc:
-                raise LabelwiseError(f"inputs must be a numeric array: {exc}") from None
-        try:
-            dtype = np.dtype(array.dtype)
-        except TypeError:
-            raise LabelwiseError(f"inputs must hold numbers, got dtype {array.dtype}") from None
-        if dtype.kind not in "biuf":
-            raise LabelwiseError(f"inputs must hold real numbers, got dtype {dtype}")
-        shape = tuple(array.shape)
-        if len(shape) == 0:
-            raise LabelwiseError("inputs must have a first axis of rows, got a 0-d array")
-        n = int(shape[0])
+        return n, tensor_batches
+    if isinstance(inputs, DataLoader | Dataset):
+        return _loader_batches(inputs, model_dtype, batch_size)
 
-        def array_batch(start: int, stop: int) -> torch.Tensor:
+    n, get = array_rows(inputs)
+    wide = np.float64 if model_dtype == torch.float64 else np.float32
+
+    def array_batches() -> Iterator[torch.Tensor]:
+        for start in range(0, n, batch_size):
             # a fresh, writable, contiguous copy of just these rows, in the model's dtype
-            wide = np.float64 if model_dtype == torch.float64 else np.float32
-            rows = np.array(array[start:stop], dtype=wide, order="C", copy=True)
-            return torch.from_numpy(rows).to(dtype=model_dtype)
+            rows = np.array(get(start, min(start + batch_size, n)), dtype=wide, order="C")
+            yield torch.from_numpy(rows).to(dtype=model_dtype)
 
-        get = array_batch
+    return n, array_batches
+
+
+def _loader_batches(
+    inputs: Any, model_dtype: torch.dtype, batch_size: int
+) -> tuple[int, Callable[[], Iterator[torch.Tensor]]]:
+    """Batches of a ``DataLoader`` (as it batches) or of a ``Dataset`` (in order)."""
+    from torch.utils.data import DataLoader
+
+    loader = inputs if isinstance(inputs, DataLoader) else None
+    if loader is None:
+        loader = DataLoader(inputs, batch_size=batch_size, shuffle=False)
+    sampler: Any = loader.batch_sampler
+    try:
+        if loader.batch_size is not None and loader.drop_last:
+            n = len(loader) * loader.batch_size
+        elif loader.batch_size is not None:
+            n = len(sampler.sampler)
+        else:
+            n = sum(len(b) for b in sampler)
+    except TypeError:
+        raise LabelwiseError(
+            "inputs: a Dataset/DataLoader must have a length (an IterableDataset without "
+            "__len__ cannot be captured); wrap it in a map-style Dataset"
+        ) from None
     if n == 0:
         raise LabelwiseError("inputs must have at least one row, got 0")
-    return n, get
+
+    def loader_batches() -> Iterator[torch.Tensor]:
+        for number, item in enumerate(loader):
+            yield _batch_tensor(item, number, model_dtype)
+
+    return n, loader_batches
+
+
+def _batch_tensor(item: Any, number: int, model_dtype: torch.dtype) -> torch.Tensor:
+    """The inputs of one loader batch: a tensor, or the first element of ``(x, y, ...)``."""
+    import torch
+
+    x = item[0] if isinstance(item, tuple | list) and item else item
+    if isinstance(x, np.ndarray):
+        x = torch.from_numpy(np.ascontiguousarray(x))
+    if not isinstance(x, torch.Tensor):
+        raise LabelwiseError(
+            f"inputs: batch {number} of the DataLoader is a {type(item).__name__}; expected a "
+            "tensor or a tuple (x, y, ...) whose first element is a tensor"
+        )
+    if x.dim() == 0 or x.is_complex() or x.dtype == torch.bool:
+        raise LabelwiseError(
+            f"inputs: batch {number} holds a tensor of shape {tuple(x.shape)} and dtype "
+            f"{x.dtype}; expected real numbers with rows first"
+        )
+    return x.detach().to(dtype=model_dtype)
 
 
 # --------------------------------------------------------------------------- planning
@@ -461,8 +715,8 @@ def _as_pair(out: Any) -> tuple[torch.Tensor, torch.Tensor] | None:
 class _Runner:
     """Runs one batch and returns ``(features, outputs)`` as 2-D tensors.
 
-    Python modules are captured with a hook; TorchScript modules (no hooks) by running their
-    children in sequence, verified against ``model(x)`` on the first batch.
+    Python modules are captured with a hook; TorchScript and ``torch.export`` modules (no
+    hooks fire inside them) with a tap on their forward graph (:mod:`._torch_graph`).
     """
 
     def __init__(self, model: torch.nn.Module, plan: _Plan, head: str) -> None:
@@ -472,18 +726,21 @@ class _Runner:
         self.plan = plan
         self.head = head
         self.scripted = isinstance(model, torch.jit.ScriptModule)
+        self.exported = not self.scripted and is_exported(model)
+        self.graph = self.scripted or self.exported
         self.label = plan.label
         # the default layer of a Python module: the last Linear *executed*, chosen on batch 1
-        self._auto = not plan.explicit and not self.scripted and plan.name is not None
+        self._auto = not plan.explicit and not self.graph and plan.name is not None
         self._seen: list[tuple[str, Any]] = []
         self._handles: list[Any] = []
-        self._mode: str | None = None  # "hook", "tuple", "chain" or "root"; set on batch 1
+        self._tap: GraphTap | None = None
+        self._mode: str | None = None  # "hook", "tuple" or "graph"; set on batch 1
 
     # hooks ---------------------------------------------------------------------------
 
     def attach(self) -> None:
         plan = self.plan
-        if self.scripted or plan.name is None or plan.name == "":
+        if self.graph or plan.name is None or plan.name == "":
             return
         if self._auto:
             # record every Linear's input in execution order; batch 1 picks the last one
@@ -543,21 +800,24 @@ class _Runner:
         except LabelwiseError:
             raise
         except Exception as exc:
-            expected = _expected_input(self.model)
-            wanted = f"; the model's first layer {expected}" if expected else ""
-            raise LabelwiseError(
-                f"the model failed on inputs of shape {tuple(x.shape)} (rows first, dtype "
-                f"{str(x.dtype).removeprefix('torch.')}){wanted}: {type(exc).__name__}: "
-                f"{_short(exc)}"
-            ) from exc
+            raise self._failure(x, exc) from exc
+
+    def _failure(self, x: torch.Tensor, exc: BaseException) -> LabelwiseError:
+        expected = _expected_input(self.model)
+        wanted = f"; the model's first layer {expected}" if expected else ""
+        return LabelwiseError(
+            f"the model failed on inputs of shape {tuple(x.shape)} (rows first, dtype "
+            f"{str(x.dtype).removeprefix('torch.')}){wanted}: {type(exc).__name__}: "
+            f"{_short(exc)}"
+        )
 
     # one batch -----------------------------------------------------------------------
 
     def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if self._mode is None:
             feats, out = self._first(x)
-        elif self._mode == "chain":
-            feats, out = self._chain(x)
+        elif self._mode == "graph":
+            feats, out = self._graph(x)
         else:
             feats, out = self._forward(x)
         rows = int(x.shape[0])
@@ -567,48 +827,38 @@ class _Runner:
         import torch
 
         plan = self.plan
-        if not self.scripted:
+        if not self.graph:
             feats, out = self._forward(x)
             self._mode = "tuple" if self.label == _TUPLE_LABEL else "hook"
             return feats, out
-        reference = self._call(x)
-        pair = _as_pair(reference)
-        if pair is not None and not plan.explicit:
-            self._mode, self.label = "tuple", _TUPLE_LABEL
-            return pair
-        if plan.name is None:
-            raise LabelwiseError(_no_linear_message())
-        if plan.name == "":
-            self._mode = "root"
-            return x, reference
-        self._mode = "chain"
+        if not plan.explicit:
+            pair = _as_pair(self._call(x))
+            if pair is not None:
+                self._mode, self.label = "tuple", _TUPLE_LABEL
+                return pair
+        wanted = plan.name if plan.explicit else None
+        if isinstance(self.model, torch.jit.ScriptModule):
+            self._tap = tap_scripted(self.model, wanted)
+        else:
+            assert isinstance(self.model, torch.fx.GraphModule)
+            self._tap = tap_exported(self.model, wanted)
+        self.label = self._tap.label
+        self._mode = "graph"
+        return self._graph(x)
+
+    def _graph(self, x: torch.Tensor) -> tuple[Any, Any]:
+        """Run the forward graph with the hidden value exposed."""
+        assert self._tap is not None
         try:
-            feats, out = self._chain(x)
+            out, feats = self._tap(x)
         except LabelwiseError:
             raise
         except Exception as exc:
-            why = f"running its children failed: {_short(exc)}"
-            raise LabelwiseError(self._chain_failure(why)) from exc
-        same = (
-            isinstance(reference, torch.Tensor)
-            and isinstance(out, torch.Tensor)
-            and out.shape == reference.shape
-            and torch.allclose(
-                out.float(), reference.float(), rtol=1e-5, atol=_CHAIN_ATOL, equal_nan=True
-            )
-        )
-        if not same:
-            raise LabelwiseError(
-                self._chain_failure("its children applied in order do not reproduce forward()")
-            )
-        return feats, reference
-
-    def _chain_failure(self, why: str) -> str:
-        return (
-            f"cannot capture layer {self.plan.label!r} of this TorchScript model: TorchScript "
-            f"modules do not support hooks, and the fallback of running the model's child "
-            f"modules one after another does not work here ({why}); {_TUPLE_HINT}"
-        )
+            raise self._failure(x, exc) from exc
+        pair = _as_pair(out)
+        if pair is not None:
+            out = pair[1]
+        return feats, out
 
     def _forward(self, x: torch.Tensor) -> tuple[Any, Any]:
         """Plain ``model(x)``, features from the hook or from a ``(features, logits)`` tuple."""
@@ -638,16 +888,6 @@ class _Runner:
                 "tensor is ambiguous; pass another layer="
             )
         return self._seen[0][1], out
-
-    def _chain(self, x: torch.Tensor) -> tuple[Any, Any]:
-        assert self.plan.name  # chain mode has a named, non-root target
-        found: list[Any] = []
-        out = _run_chain(self.model, x, self.plan.name.split("."), self.plan.where, found)
-        if len(found) != 1:
-            raise LabelwiseError(
-                self._chain_failure(f"layer reached {len(found)} times, expected once")
-            )
-        return found[0], out
 
     # shaping -------------------------------------------------------------------------
 
@@ -713,67 +953,3 @@ def _expected_input(model: torch.nn.Module) -> str | None:
         if next(iter(module.parameters(recurse=False)), None) is not None:
             return None  # some other first layer: nothing safe to say
     return None
-
-
-def _run_chain(
-    module: torch.nn.Module, x: Any, path: list[str], where: str, found: list[Any]
-) -> Any:
-    """Apply ``module``'s children in order, recording the input/output of ``path``."""
-    for name, child in module.named_children():
-        if path and name == path[0]:
-            if len(path) == 1:
-                if where == "input":
-                    found.append(x)
-                x = child(x)
-                if where == "output":
-                    found.append(x)
-            else:
-                x = _run_chain(child, x, path[1:], where, found)
-        else:
-            x = child(x)
-    return x
-
-
-def _store(
-    dest: NDArray[np.float32], values: torch.Tensor, start: int, what: str, label: str
-) -> None:
-    import torch
-
-    stop = start + int(values.shape[0])
-    if values.shape[1] != dest.shape[1]:
-        raise LabelwiseError(
-            f"{what} of rows {start}-{stop - 1} have {values.shape[1]} columns but earlier "
-            f"rows had {dest.shape[1]} (layer {label!r}); inputs must all have the same shape"
-        )
-    block = values.detach().to(device="cpu", dtype=torch.float32).numpy()
-    if what == "activations" and not np.isfinite(block).all():
-        row = start + int(np.argwhere(~np.isfinite(block))[0][0])
-        raise LabelwiseError(
-            f"the captured layer {label!r} is NaN or infinite at row {row}; "
-            "check the inputs for NaN/inf"
-        )
-    dest[start:stop] = block
-
-
-# --------------------------------------------------------------------------- softmax
-
-
-def _looks_like_probabilities(outputs: NDArray[np.float32]) -> bool:
-    if not np.isfinite(outputs).all() or outputs.min() < 0:
-        return False
-    sums = outputs.sum(axis=1, dtype=np.float64)
-    return bool(np.abs(sums - 1.0).max() <= _PROBABILITY_ATOL)
-
-
-def _softmax_rows_inplace(outputs: NDArray[np.float32]) -> None:
-    for start in range(0, outputs.shape[0], _SOFTMAX_CHUNK_ROWS):
-        block = outputs[start : start + _SOFTMAX_CHUNK_ROWS].astype(np.float64)
-        block -= block.max(axis=1, keepdims=True)
-        np.exp(block, out=block)
-        block /= block.sum(axis=1, keepdims=True)
-        outputs[start : start + _SOFTMAX_CHUNK_ROWS] = block
-
-
-def _first_nonfinite_row(arr: NDArray[np.float32]) -> int | None:
-    ok = np.isfinite(arr).all(axis=1)
-    return None if ok.all() else int(np.argmin(ok))

@@ -1,0 +1,346 @@
+"""What every capture adapter shares, without any framework: the result, the rows, the writer.
+
+* :class:`Capture` is the result of :func:`labelwise.adapters.torch.capture` and
+  :func:`labelwise.adapters.onnx.capture`.
+* :func:`array_rows` reads any array-like pile one batch at a time (a NumPy array, a memory
+  map, or any object with ``__len__``/``shape`` and ``__getitem__(slice) -> ndarray``).
+* :class:`CaptureWriter` stores the batches: in memory, or (``out=DIR``) straight into
+  ``.npy`` memory maps under temporary names that are renamed into place only when the whole
+  pass succeeded, so a pile larger than RAM can be captured and an error leaves no partial file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..exceptions import LabelwiseError
+
+__all__ = ["Capture", "CaptureWriter", "array_rows", "parse_classes"]
+
+HEADS = ("softmax", "raw")
+_PROBABILITY_ATOL = 1e-4  # rows summing to 1 within this are taken as already-softmaxed
+_CHUNK_ROWS = 1 << 16
+
+#: the files ``capture(..., out=DIR)`` writes, by head
+OUTPUT_FILES = {"softmax": "probabilities.npy", "raw": "outputs.npy"}
+
+
+@dataclass(frozen=True, eq=False)
+class Capture:
+    """What one pass of a model over the operational inputs produced.
+
+    Attributes
+    ----------
+    activations:
+        float32, shape ``(N, m)``: the captured layer's tensor for each row, flattened.
+    outputs:
+        float32, shape ``(N, C)``: softmax probabilities (``head="softmax"``) or the model's
+        raw outputs (``head="raw"``, e.g. regression; a 1-D output becomes ``(N, 1)``).
+    layer:
+        Which tensor was captured, e.g. ``"fc3 (input)"``, ``"features (output)"``,
+        ``"output[0] (features)"`` for a model returning ``(features, logits)``, or an ONNX
+        tensor name.
+    head:
+        ``"softmax"`` or ``"raw"``.
+    classes:
+        Class names in output order when the model declares them (ONNX metadata ``classes``,
+        a ``classes`` attribute of a PyTorch model), else ``None``.
+    """
+
+    activations: NDArray[np.float32]
+    outputs: NDArray[np.float32]
+    layer: str
+    head: str
+    classes: tuple[str, ...] | None = None
+
+    def __repr__(self) -> str:
+        named = "" if self.classes is None else f", classes={len(self.classes)}"
+        return (
+            f"Capture(activations={self.activations.shape}, outputs={self.outputs.shape}, "
+            f"layer={self.layer!r}, head={self.head!r}{named})"
+        )
+
+
+def parse_classes(value: Any, where: str) -> tuple[str, ...] | None:
+    """Class names from a JSON list, a comma-separated string or a sequence of str.
+
+    ``None`` and empty values give ``None``; anything else that is not names is an error
+    naming ``where`` (e.g. ``"the ONNX metadata 'classes'"``).
+    """
+    import json
+
+    if value is None:
+        return None
+    names: Any = value
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None
+        if text.startswith("["):
+            try:
+                names = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise LabelwiseError(f"{where} is not a valid JSON list ({exc})") from None
+        else:
+            names = [part.strip() for part in text.split(",")]
+    if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
+        raise LabelwiseError(f"{where} must be a list of class names (str), got {value!r}")
+    if not names:
+        return None
+    if len(set(names)) != len(names) or any(not n for n in names):
+        raise LabelwiseError(f"{where} must hold distinct, non-empty names, got {list(names)}")
+    return tuple(names)
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def array_rows(inputs: Any) -> tuple[int, Callable[[int, int], NDArray[Any]]]:
+    """The number of rows and a function returning rows ``[start, stop)`` as an ndarray.
+
+    ``inputs`` is a NumPy array or memory map, or any object with ``shape`` (or ``__len__``)
+    and ``__getitem__(slice)`` returning an array (h5py, zarr, labelwise piles). Only one batch
+    is read at a time; nothing is copied up front. Lists and other sequences are converted with
+    ``np.asarray``.
+    """
+    array = inputs
+    lazy = hasattr(array, "__getitem__") and (hasattr(array, "shape") or hasattr(array, "__len__"))
+    if isinstance(array, list | tuple) or not (isinstance(array, np.ndarray) or lazy):
+        try:
+            array = np.asarray(array)
+        except (TypeError, ValueError) as exc:
+            raise LabelwiseError(f"inputs must be a numeric array: {exc}") from None
+    shape = getattr(array, "shape", None)
+    if shape is not None:
+        try:
+            shape = tuple(int(d) for d in shape)
+        except (TypeError, ValueError):
+            raise LabelwiseError(f"inputs have an unreadable shape {shape!r}") from None
+        if len(shape) == 0:
+            raise LabelwiseError("inputs must have a first axis of rows, got a 0-d array")
+        n = shape[0]
+    else:
+        n = len(array)
+    dtype = getattr(array, "dtype", None)
+    if dtype is not None:
+        _check_real(dtype)
+    if n == 0:
+        raise LabelwiseError("inputs must have at least one row, got 0")
+
+    def batch(start: int, stop: int) -> NDArray[Any]:
+        try:
+            rows = np.asarray(array[start:stop])
+        except LabelwiseError:
+            raise
+        except Exception as exc:
+            raise LabelwiseError(
+                f"could not read input rows {start}-{stop - 1}: {type(exc).__name__}: {exc}"
+            ) from exc
+        _check_real(rows.dtype)
+        if rows.ndim == 0 or rows.shape[0] != stop - start:
+            raise LabelwiseError(
+                f"reading input rows {start}-{stop - 1} gave shape {rows.shape}, expected "
+                f"{stop - start} rows first"
+            )
+        return rows
+
+    return n, batch
+
+
+def _check_real(dtype: Any) -> None:
+    try:
+        kind = np.dtype(dtype).kind
+    except TypeError:
+        raise LabelwiseError(f"inputs must hold numbers, got dtype {dtype}") from None
+    if kind not in "biuf":
+        raise LabelwiseError(f"inputs must hold real numbers, got dtype {np.dtype(dtype)}")
+
+
+# --------------------------------------------------------------------------- writer
+
+
+class CaptureWriter:
+    """Collects a capture batch by batch, in memory or into ``.npy`` files under ``out``.
+
+    The arrays are allocated when the first batch tells their widths. With ``out``, each batch
+    goes straight into a memory-mapped temporary file (flushed as it goes), and
+    :meth:`finish` renames ``activations.npy``, ``probabilities.npy`` (or ``outputs.npy``)
+    and ``predictions.npy`` into place; :meth:`abort` (or an exception inside ``with``)
+    removes the temporary files and leaves any earlier files untouched.
+    """
+
+    def __init__(self, n_rows: int, *, head: str, out: str | os.PathLike[str] | None) -> None:
+        self.n_rows = n_rows
+        self.head = head
+        self.out = None if out is None else Path(out)
+        self.activations: NDArray[np.float32] | None = None
+        self.outputs: NDArray[np.float32] | None = None
+        self._temps: dict[str, Path] = {}
+        self.written: list[str] = []
+        if self.out is not None:
+            if self.out.exists() and not self.out.is_dir():
+                raise LabelwiseError(f"out: {self.out} exists and is not a directory")
+            self.out.mkdir(parents=True, exist_ok=True)
+
+    def __enter__(self) -> CaptureWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.abort()
+
+    def _allocate(self, name: str, shape: tuple[int, ...], dtype: Any) -> NDArray[Any]:
+        if self.out is None:
+            return np.empty(shape, dtype=dtype)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.out)
+        os.close(fd)
+        self._temps[name] = Path(tmp)
+        return np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=shape)
+
+    def write(self, start: int, feats: NDArray[Any], outs: NDArray[Any], label: str) -> None:
+        """Store rows ``start ...`` of both arrays (2-D, rows first, any float dtype)."""
+        if self.activations is None or self.outputs is None:
+            self.activations = self._allocate(
+                "activations.npy", (self.n_rows, feats.shape[1]), np.float32
+            )
+            self.outputs = self._allocate(
+                OUTPUT_FILES[self.head], (self.n_rows, outs.shape[1]), np.float32
+            )
+        stop = start + int(feats.shape[0])
+        if stop > self.n_rows:
+            raise LabelwiseError(f"the inputs gave more than the {self.n_rows} rows they announced")
+        for what, dest, values in (
+            ("activations", self.activations, feats),
+            ("model outputs", self.outputs, outs),
+        ):
+            if values.shape[1] != dest.shape[1]:
+                raise LabelwiseError(
+                    f"{what} of rows {start}-{stop - 1} have {values.shape[1]} columns but "
+                    f"earlier rows had {dest.shape[1]} (layer {label!r}); inputs must all have "
+                    "the same shape"
+                )
+        block = np.asarray(feats, dtype=np.float32)
+        if not np.isfinite(block).all():
+            row = start + int(np.argwhere(~np.isfinite(block))[0][0])
+            raise LabelwiseError(
+                f"the captured layer {label!r} is NaN or infinite at row {row}; "
+                "check the inputs for NaN/inf"
+            )
+        self.activations[start:stop] = block
+        self.outputs[start:stop] = outs
+        if self.out is not None and isinstance(self.activations, np.memmap):
+            # hand the written pages back to the kernel: resident memory stays one batch
+            self.activations.flush()
+            assert isinstance(self.outputs, np.memmap)
+            self.outputs.flush()
+
+    def finish(self, label: str, *, rows: int | None = None) -> tuple[Any, Any]:
+        """Softmax (if asked and needed), check, and (with ``out``) move the files into place.
+
+        Returns ``(activations, outputs)``: in-memory arrays, or read-only memory maps of the
+        final files.
+        """
+        if self.activations is None or self.outputs is None:
+            raise LabelwiseError("inputs must have at least one row, got 0")
+        if rows is not None and rows != self.n_rows:
+            raise LabelwiseError(
+                f"the inputs announced {self.n_rows} rows but gave {rows}; pass a sized "
+                "dataset whose length is the number of rows"
+            )
+        outputs = self.outputs
+        if self.head == "softmax" and not _looks_like_probabilities(outputs):
+            _softmax_rows_inplace(outputs)
+        bad = _first_nonfinite_row(outputs)
+        if bad is not None:
+            raise LabelwiseError(
+                f"the model produced NaN or infinite outputs (first at row {bad}); "
+                "check the inputs for NaN/inf"
+            )
+        if self.out is None:
+            return self.activations, self.outputs
+        predictions = self._allocate("predictions.npy", *self._prediction_layout())
+        for start in range(0, self.n_rows, _CHUNK_ROWS):
+            block = outputs[start : start + _CHUNK_ROWS]
+            if self.head == "softmax":
+                predictions[start : start + _CHUNK_ROWS] = block.argmax(axis=1)
+            elif block.shape[1] == 1:
+                predictions[start : start + _CHUNK_ROWS] = block[:, 0]
+            else:
+                predictions[start : start + _CHUNK_ROWS] = block
+        arrays = [self.activations, self.outputs, predictions]
+        for arr in arrays:
+            assert isinstance(arr, np.memmap)
+            arr.flush()
+        self.activations = self.outputs = None
+        del arrays, predictions, outputs
+        for name, tmp in list(self._temps.items()):
+            os.chmod(tmp, _new_file_mode())
+            os.replace(tmp, self.out / name)
+            self.written.append(name)
+            del self._temps[name]
+        acts = np.load(self.out / "activations.npy", mmap_mode="r")
+        outs = np.load(self.out / OUTPUT_FILES[self.head], mmap_mode="r")
+        if outs.ndim == 1:
+            outs = outs.reshape(-1, 1)
+        return acts, outs
+
+    def _prediction_layout(self) -> tuple[tuple[int, ...], Any]:
+        assert self.outputs is not None
+        if self.head == "softmax":
+            return (self.n_rows,), np.int64
+        width = self.outputs.shape[1]
+        return ((self.n_rows,) if width == 1 else (self.n_rows, width)), np.float32
+
+    def abort(self) -> None:
+        """Remove the temporary files (nothing when :meth:`finish` has run)."""
+        self.activations = self.outputs = None
+        for tmp in self._temps.values():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        self._temps.clear()
+
+
+def _new_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+# --------------------------------------------------------------------------- softmax
+
+
+def _looks_like_probabilities(outputs: NDArray[np.float32]) -> bool:
+    """Non-negative, finite rows that sum to 1 (checked in chunks: works on memory maps)."""
+    for start in range(0, outputs.shape[0], _CHUNK_ROWS):
+        block = np.asarray(outputs[start : start + _CHUNK_ROWS])
+        if not np.isfinite(block).all() or block.min() < 0:
+            return False
+        sums = block.sum(axis=1, dtype=np.float64)
+        if np.abs(sums - 1.0).max() > _PROBABILITY_ATOL:
+            return False
+    return True
+
+
+def _softmax_rows_inplace(outputs: NDArray[np.float32]) -> None:
+    for start in range(0, outputs.shape[0], _CHUNK_ROWS):
+        block = outputs[start : start + _CHUNK_ROWS].astype(np.float64)
+        block -= block.max(axis=1, keepdims=True)
+        np.exp(block, out=block)
+        block /= block.sum(axis=1, keepdims=True)
+        outputs[start : start + _CHUNK_ROWS] = block
+
+
+def _first_nonfinite_row(arr: NDArray[np.float32]) -> int | None:
+    for start in range(0, arr.shape[0], _CHUNK_ROWS):
+        ok = np.isfinite(arr[start : start + _CHUNK_ROWS]).all(axis=1)
+        if not ok.all():
+            return start + int(np.argmin(ok))
+    return None
