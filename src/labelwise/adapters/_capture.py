@@ -211,9 +211,15 @@ class CaptureWriter:
             self.activations = self._allocate(
                 "activations.npy", (self.n_rows, feats.shape[1]), np.float32
             )
-            self.outputs = self._allocate(
-                OUTPUT_FILES[self.head], (self.n_rows, outs.shape[1]), np.float32
-            )
+            width = int(outs.shape[1])
+            if self.head == "raw" and width == 1 and self.out is not None:
+                # one raw output per row (a regression) is saved 1-D, as (N,)
+                single = self._allocate(OUTPUT_FILES["raw"], (self.n_rows,), np.float32)
+                self.outputs = single.reshape(self.n_rows, 1)
+            else:
+                self.outputs = self._allocate(
+                    OUTPUT_FILES[self.head], (self.n_rows, width), np.float32
+                )
         stop = start + int(feats.shape[0])
         if stop > self.n_rows:
             raise LabelwiseError(f"the inputs gave more than the {self.n_rows} rows they announced")

@@ -1,4 +1,5 @@
-"""``labelwise capture``: run a PyTorch model over inputs, save activations and probabilities."""
+"""``labelwise capture``: run a model (PyTorch or ONNX) over inputs, save activations and
+probabilities batch by batch."""
 
 from __future__ import annotations
 
@@ -6,56 +7,154 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .._deps import install_hint
-from ..io import load_array, save_array, write_json
+from ..exceptions import LabelwiseError
+from ..io import load_array, write_json
+
+ROUTES = """\
+model routes (chosen from the file):
+  --model model.onnx    ONNX, run with onnxruntime; --layer takes a tensor name
+                        (default: the input of the last Gemm/MatMul)
+                        needs: {onnx}
+  --model model.pt      TorchScript (torch.jit.save; any forward), or a pickled
+                        nn.Module (torch.save(model)) whose class is importable:
+                        run from the directory that holds its module
+                        needs: {torch}
+  --model model.pt2     a torch.export program (torch.export.save)
+                        needs: {torch}
+  --model-class pkg.module:Class --state-dict ckpt.pt [--model-kwargs '{{"hidden": 32}}']
+                        a state_dict, or a checkpoint dict holding one under
+                        "state_dict" / "model_state_dict", loaded into Class(**kwargs);
+                        pkg.module is imported from the current directory
+                        needs: {torch}
+  For PyTorch models --layer takes a module name (model.named_modules()); the default
+  is the input of the last Linear that runs.
+"""
 
 
 def add_parser(sub: Any) -> None:
+    hints = {
+        "onnx": install_hint("onnxruntime", extra="onnx"),
+        "torch": install_hint("torch", extra="torch"),
+    }
     c = sub.add_parser(
         "capture",
-        help="run a PyTorch model over inputs and save activations and probabilities",
+        help="run a PyTorch or ONNX model over inputs and save activations and probabilities",
         description=(
-            "One batched pass of a PyTorch model (TorchScript file or pickled nn.Module) over "
-            "INPUTS (.npy). Writes OUT/activations.npy (float32, the last hidden layer: the "
-            "input of the last Linear layer, or --layer's output), OUT/probabilities.npy "
-            "(softmax; or OUT/outputs.npy with --head raw), OUT/predictions.npy and "
-            f"OUT/capture.json. Needs: {install_hint('torch', extra='torch')}."
+            "One batched pass of a model over INPUTS (.npy). Writes, batch by batch, "
+            "OUT/activations.npy (float32, the last hidden layer: the input of the last "
+            "Linear/Gemm layer, or --layer), OUT/probabilities.npy (softmax; or "
+            "OUT/outputs.npy with --head raw), OUT/predictions.npy and OUT/capture.json "
+            "(model kind, layer), plus OUT/classes.json when the model names its classes."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        epilog=ROUTES.format(**hints),
+        formatter_class=_Formatter,
     )
-    c.add_argument("--model", type=Path, required=True, help="TorchScript or pickled model file")
+    c.add_argument(
+        "--model", type=Path, default=None, help="model file: .onnx, .pt2, TorchScript or pickle"
+    )
+    c.add_argument(
+        "--model-class",
+        default=None,
+        metavar="PKG.MODULE:CLASS",
+        help="the nn.Module class of --state-dict (imported from the current directory)",
+    )
+    c.add_argument(
+        "--state-dict", type=Path, default=None, help="a state_dict or checkpoint (.pt, .pth)"
+    )
+    c.add_argument(
+        "--model-kwargs",
+        default=None,
+        metavar="JSON",
+        help="keyword arguments of --model-class as a JSON object",
+    )
     c.add_argument("--inputs", type=Path, required=True, help="inputs, .npy, first axis = rows")
     c.add_argument("--out", type=Path, required=True, help="output directory")
-    c.add_argument("--layer", default=None, help="module name to capture (default: last hidden)")
+    c.add_argument(
+        "--layer",
+        default=None,
+        help="PyTorch: module name; ONNX: tensor name (default: the last hidden layer)",
+    )
     c.add_argument("--head", choices=["softmax", "raw"], default="softmax", help="output transform")
     c.add_argument("--batch-size", type=int, default=256, help="rows per forward pass")
     c.set_defaults(func=cmd_capture)
 
 
-def cmd_capture(args: argparse.Namespace) -> int:
-    from ..adapters.torch import capture, load_model
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults in the help, and the routes epilog kept as written."""
 
-    inputs = load_array(args.inputs, "--inputs")
-    model = load_model(args.model)
-    cap = capture(model, inputs, layer=args.layer, head=args.head, batch_size=args.batch_size)
-    args.out.mkdir(parents=True, exist_ok=True)
-    save_array(args.out / "activations.npy", cap.activations)
-    written = ["activations.npy"]
-    if cap.head == "softmax":
-        save_array(args.out / "probabilities.npy", cap.outputs)
-        save_array(args.out / "predictions.npy", cap.outputs.argmax(axis=1).astype(np.int64))
-        written += ["probabilities.npy", "predictions.npy"]
+
+def _model_route(args: argparse.Namespace) -> str:
+    """``"onnx"``, ``"state-dict"`` or ``"torch"`` (TorchScript, pickle or .pt2)."""
+    if args.state_dict is not None or args.model_class is not None:
+        if args.model is not None:
+            raise LabelwiseError(
+                "pass either --model FILE or --model-class with --state-dict, not both"
+            )
+        if args.state_dict is None or args.model_class is None:
+            raise LabelwiseError(
+                "--model-class and --state-dict go together: --model-class pkg.module:Class "
+                "--state-dict ckpt.pt"
+            )
+        return "state-dict"
+    if args.model_kwargs is not None:
+        raise LabelwiseError("--model-kwargs needs --model-class and --state-dict")
+    if args.model is None:
+        raise LabelwiseError(
+            "pass the model: --model FILE (.onnx, .pt2, TorchScript or pickled nn.Module), or "
+            "--model-class pkg.module:Class --state-dict ckpt.pt"
+        )
+    return "onnx" if args.model.suffix.lower() == ".onnx" else "torch"
+
+
+def _capture(args: argparse.Namespace, inputs: Any) -> tuple[Any, dict[str, Any]]:
+    """Run the model route; returns the Capture and what capture.json says about the model."""
+    route = _model_route(args)
+    options = {
+        "layer": args.layer,
+        "head": args.head,
+        "batch_size": args.batch_size,
+        "out": args.out,
+    }
+    if route == "onnx":
+        from ..adapters import onnx
+
+        cap = onnx.capture(onnx.load_model(args.model), inputs, **options)
+        return cap, {"model": str(args.model.resolve()), "model_kind": "onnx", "tensor": cap.layer}
+
+    from ..adapters import torch as torch_adapter
+
+    if route == "state-dict":
+        kwargs = torch_adapter.parse_model_kwargs(args.model_kwargs)
+        model, kind = torch_adapter._load(
+            args.state_dict, model_class=args.model_class, model_kwargs=kwargs
+        )
+        about: dict[str, Any] = {
+            "model": str(args.state_dict.resolve()),
+            "model_kind": kind,
+            "model_class": args.model_class,
+            "model_kwargs": kwargs or {},
+        }
     else:
-        outputs = cap.outputs[:, 0] if cap.outputs.shape[1] == 1 else cap.outputs
-        save_array(args.out / "outputs.npy", outputs)
-        save_array(args.out / "predictions.npy", outputs)
-        written += ["outputs.npy", "predictions.npy"]
+        model, kind = torch_adapter._load(args.model)
+        about = {"model": str(args.model.resolve()), "model_kind": kind}
+    return torch_adapter.capture(model, inputs, **options), about
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    _model_route(args)  # argument errors before the inputs are read
+    inputs = load_array(args.inputs, "--inputs")
+    cap, about = _capture(args, inputs)
+    written = ["activations.npy"]
+    written += ["probabilities.npy"] if cap.head == "softmax" else ["outputs.npy"]
+    written += ["predictions.npy"]
+    if cap.classes is not None:
+        write_json(args.out / "classes.json", list(cap.classes))
+        written.append("classes.json")
     write_json(
         args.out / "capture.json",
         {
-            "model": str(args.model.resolve()),
+            **about,
             "inputs": str(args.inputs.resolve()),
             "layer": cap.layer,
             "head": cap.head,
@@ -65,7 +164,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         },
     )
     print(
-        f"captured {cap.activations.shape[0]} rows: layer {cap.layer}, "
+        f"captured {cap.activations.shape[0]} rows ({about['model_kind']}): layer {cap.layer}, "
         f"{cap.activations.shape[1]} neurons"
     )
     print(f"  wrote {', '.join(written)} and capture.json to {args.out}")

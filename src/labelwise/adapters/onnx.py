@@ -1,0 +1,392 @@
+"""ONNX Runtime adapter: run an ``.onnx`` model once and capture a hidden tensor and its outputs.
+
+The hidden tensor is taken by adding it to the graph's outputs: the model is loaded with
+``onnx``, its shapes are inferred, the tensor is appended to ``graph.output`` and the changed
+model runs in an ``onnxruntime.InferenceSession`` on the CPU. Nothing else about the model
+changes, so the outputs are those of the original graph.
+
+onnx and onnxruntime are imported lazily inside the functions (``pip install
+'labelwise[onnx]'``); importing this module works without them.
+
+Examples
+--------
+>>> from labelwise.adapters.onnx import capture
+>>> cap = capture("model.onnx", x_operational)  # doctest: +SKIP
+>>> cap.layer, cap.activations.shape, cap.classes  # doctest: +SKIP
+('/fc1/Relu_output_0', (10000, 84), ('cat', 'dog', ...))
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._deps import require
+from .._progress import progress_bar
+from .._validation import check_int
+from ..exceptions import LabelwiseError
+from ._capture import HEADS, Capture, CaptureWriter, array_rows, parse_classes
+
+__all__ = ["capture", "load_model"]
+
+_HEAD_OPS = ("Gemm", "MatMul")
+
+
+def _require_onnx() -> tuple[Any, Any]:
+    onnx = require("onnx", "the ONNX adapter", extra="onnx")
+    ort = require("onnxruntime", "the ONNX adapter", extra="onnx")
+    return onnx, ort
+
+
+def _short(exc: BaseException, limit: int = 240) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else type(exc).__name__
+    return first if len(first) <= limit else first[: limit - 3] + "..."
+
+
+def load_model(path: str | os.PathLike[str]) -> Any:
+    """Read an ``.onnx`` file into an ``onnx.ModelProto`` (checked with ``onnx.checker``).
+
+    Raises
+    ------
+    LabelwiseError
+        The file is missing, a directory, or not a valid ONNX model (the message says why).
+    MissingDependencyError
+        onnx or onnxruntime is not installed.
+    """
+    onnx, _ = _require_onnx()
+    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
+        raise LabelwiseError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    where = os.fspath(path)
+    if not os.path.exists(where):
+        raise LabelwiseError(f"model file not found: {where!r}")
+    if os.path.isdir(where):
+        raise LabelwiseError(f"model path {where!r} is a directory, expected an .onnx file")
+    try:
+        model = onnx.load(where)
+        onnx.checker.check_model(model)
+    except Exception as exc:
+        raise LabelwiseError(
+            f"{where!r} is not a valid ONNX model ({type(exc).__name__}: {_short(exc)}); "
+            "export one with torch.onnx.export(model, x, 'model.onnx', dynamo=False, "
+            "dynamic_axes={'input': {0: 'batch'}, ...})"
+        ) from exc
+    if len(model.graph.node) == 0:
+        raise LabelwiseError(f"{where!r} is an ONNX model without any operation")
+    return model
+
+
+@dataclass(frozen=True)
+class _Graph:
+    """What capture needs to know about the graph."""
+
+    input_name: str
+    input_dims: tuple[int | str | None, ...]  # None or a str: free (e.g. "batch")
+    input_dtype: np.dtype[Any]
+    output_name: str
+    feature_name: str  # the tensor to capture
+    label: str
+    feature_is_input: bool
+
+
+def capture(
+    model: str | os.PathLike[str] | Any,
+    inputs: Any,
+    *,
+    layer: str | None = None,
+    head: str = "softmax",
+    batch_size: int = 256,
+    progress: bool = True,
+    out: str | os.PathLike[str] | None = None,
+) -> Capture:
+    """Run an ONNX model over ``inputs`` once and capture a hidden tensor and the outputs.
+
+    Parameters
+    ----------
+    model:
+        The path of an ``.onnx`` file, or an ``onnx.ModelProto``. It must have one input (rows
+        first) and returns the class scores as its first output (or ``(features, logits)`` as
+        its two outputs, like the PyTorch adapter's tuple convention).
+    inputs:
+        A NumPy array, a memory map, or any array-like with ``shape`` (or ``len``) and slicing
+        that returns an array (read one batch at a time), cast to the model input's dtype.
+    layer:
+        ``None`` (default): the *input* of the last ``Gemm``/``MatMul`` that feeds the output,
+        i.e. the last hidden representation before the classification head. A tensor name of
+        the graph (e.g. ``"/fc1/Relu_output_0"``) captures that tensor. ``Capture.layer`` is
+        the captured tensor's name.
+    head:
+        ``"softmax"`` (outputs that are already probabilities are kept as they are) or
+        ``"raw"`` (outputs unchanged, e.g. regression), as in the PyTorch adapter.
+    batch_size:
+        Rows per run (>= 1). A model exported with a fixed batch size runs that many rows at a
+        time (the last batch padded with zeros, the padding dropped).
+    progress:
+        Show a progress bar over the batches (off off a terminal or with
+        ``LABELWISE_NO_PROGRESS=1``).
+    out:
+        ``None`` (arrays in memory) or a directory written batch by batch, as for
+        :func:`labelwise.adapters.torch.capture`.
+
+    Returns
+    -------
+    Capture
+        float32 ``activations`` ``(N, m)`` and ``outputs`` ``(N, C)``; ``classes`` from the
+        model's metadata entry ``classes`` (a JSON list or comma-separated names), if any.
+
+    Raises
+    ------
+    LabelwiseError
+        Invalid arguments, a corrupt file, a model with several inputs, an unknown tensor name
+        (the message lists candidates), inputs of the wrong shape (the message gives both
+        shapes), or non-finite results.
+    MissingDependencyError
+        onnx or onnxruntime is not installed.
+    """
+    onnx, ort = _require_onnx()
+    if head not in HEADS:
+        raise LabelwiseError(f"head must be one of {HEADS}, got {head!r}")
+    batch_size = check_int(batch_size, "batch_size", minimum=1)
+    if layer is not None and (not isinstance(layer, str) or not layer):
+        raise LabelwiseError(f"layer must be None or a non-empty tensor name, got {layer!r}")
+    if not isinstance(progress, bool | np.bool_):
+        raise LabelwiseError(f"progress must be True or False, got {progress!r}")
+    if isinstance(model, str | os.PathLike):
+        proto = load_model(model)
+    elif isinstance(model, onnx.ModelProto):
+        proto = onnx.ModelProto()
+        proto.CopyFrom(model)
+    else:
+        raise LabelwiseError(
+            f"model must be the path of an .onnx file or an onnx.ModelProto, got "
+            f"{type(model).__name__}"
+        )
+    classes = parse_classes(
+        {p.key: p.value for p in proto.metadata_props}.get("classes"),
+        "the ONNX metadata entry 'classes'",
+    )
+    graph = _prepare(proto, layer)
+    session = _session(ort, proto)
+
+    n_rows, get = array_rows(inputs)
+    fixed = graph.input_dims[0] if graph.input_dims else None
+    step = fixed if isinstance(fixed, int) and fixed > 0 else batch_size
+    fetch = [graph.output_name]
+    if not graph.feature_is_input and graph.feature_name != graph.output_name:
+        fetch.append(graph.feature_name)
+    with CaptureWriter(n_rows, head=head, out=out) as writer:
+        starts = range(0, n_rows, step)
+        bar = progress_bar(len(starts), desc="labelwise capture", unit="batch", enabled=progress)
+        with bar:
+            for start, x, rows in _padded(get, n_rows, step, graph, fixed == step):
+                results = _run(session, fetch, graph, x)
+                outs = results[0][:rows]
+                feats = x[:rows] if graph.feature_is_input else results[-1][:rows]
+                writer.write(
+                    start,
+                    _rows_first(feats, rows, f"the captured tensor {graph.label!r}"),
+                    _outputs(outs, rows, head),
+                    graph.label,
+                )
+                bar.update(1)
+        activations, outputs = writer.finish(graph.label)
+    if classes is not None and len(classes) != outputs.shape[1]:
+        raise LabelwiseError(
+            f"the ONNX metadata entry 'classes' names {len(classes)} classes but the model "
+            f"has {outputs.shape[1]} outputs; fix the metadata"
+        )
+    return Capture(
+        activations=activations, outputs=outputs, layer=graph.label, head=head, classes=classes
+    )
+
+
+# --------------------------------------------------------------------------- the graph
+
+
+def _prepare(proto: Any, layer: str | None) -> _Graph:
+    """Find the input, the output and the tensor to capture; add it to the graph outputs."""
+    import onnx
+
+    g = proto.graph
+    initialisers = {t.name for t in g.initializer}
+    inputs = [i for i in g.input if i.name not in initialisers]
+    if len(inputs) != 1:
+        names = ", ".join(repr(i.name) for i in inputs)
+        raise LabelwiseError(
+            f"the ONNX model has {len(inputs)} inputs ({names}); capture needs a model with "
+            "exactly one input (rows first)"
+        )
+    if len(g.output) == 0:
+        raise LabelwiseError("the ONNX model has no outputs")
+    the_input = inputs[0]
+    tensor_type = the_input.type.tensor_type
+    try:
+        input_dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type))
+    except Exception:
+        raise LabelwiseError(
+            f"the ONNX model's input {the_input.name!r} is not a tensor of numbers"
+        ) from None
+    dims: tuple[int | str | None, ...] = tuple(
+        d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+        for d in tensor_type.shape.dim
+    )
+    # one output: the class scores; two: (features, logits), as the PyTorch tuple convention
+    output_name = g.output[1].name if len(g.output) == 2 else g.output[0].name
+
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto)
+        known = {v.name: v for v in [*inferred.graph.value_info, *inferred.graph.output]}
+    except Exception:
+        known = {}
+    producers = {out: node for node in g.node for out in node.output}
+    tensors = [out for node in g.node for out in node.output if out]
+
+    if layer is None and len(g.output) == 2:
+        features = g.output[0].name
+        return _Graph(the_input.name, dims, input_dtype, output_name, features, features, False)
+    if layer is None:
+        feature = _default_tensor(g, producers, initialisers)
+    else:
+        if layer not in producers and layer != the_input.name:
+            raise LabelwiseError(_unknown_tensor_message(layer, tensors))
+        feature = layer
+    is_input = feature == the_input.name
+    if not is_input and feature not in {o.name for o in g.output}:
+        info = known.get(feature)
+        if info is None or not info.type.tensor_type.elem_type:
+            info = onnx.helper.make_tensor_value_info(feature, onnx.TensorProto.FLOAT, None)
+        g.output.append(info)
+    return _Graph(the_input.name, dims, input_dtype, output_name, feature, feature, is_input)
+
+
+def _default_tensor(g: Any, producers: dict[str, Any], initialisers: set[str]) -> str:
+    """The data input of the last Gemm/MatMul from which the first output is computed."""
+    feeding: set[int] = set()
+    stack = [g.output[-1].name if len(g.output) == 2 else g.output[0].name]
+    seen: set[str] = set()
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        node = producers.get(name)
+        if node is None:
+            continue
+        feeding.add(id(node))
+        stack.extend(node.input)
+    constants = initialisers | {
+        out for node in g.node if node.op_type == "Constant" for out in node.output
+    }
+    heads = [n for n in g.node if n.op_type in _HEAD_OPS and id(n) in feeding]
+    for node in reversed(heads):
+        data = [name for name in node.input[:2] if name and name not in constants]
+        if data:
+            return str(data[0])
+    raise LabelwiseError(
+        "no Gemm or MatMul feeds the ONNX model's output, so there is no default layer to "
+        "capture: pass layer='<tensor name>' (CLI: --layer)"
+    )
+
+
+def _unknown_tensor_message(layer: str, names: list[str], shown: int = 8) -> str:
+    close = difflib.get_close_matches(layer, names, n=3, cutoff=0.4)
+    tail = [n for n in reversed(names) if n not in close][: max(0, shown - len(close))]
+    picks = close + tail
+    more = f", ... ({len(names)} tensors in all)" if len(names) > len(picks) else ""
+    return (
+        f"layer {layer!r} is not a tensor of the ONNX graph; tensor names include "
+        f"{', '.join(repr(n) for n in picks)}{more} (the outputs of the graph's nodes; "
+        "see them with netron or onnx.load(path).graph.node)"
+    )
+
+
+def _session(ort: Any, proto: Any) -> Any:
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # errors only: no warnings about unused initialisers
+    try:
+        return ort.InferenceSession(
+            proto.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+    except Exception as exc:
+        raise LabelwiseError(
+            f"onnxruntime cannot run this model ({type(exc).__name__}: {_short(exc)})"
+        ) from exc
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _shape_text(dims: tuple[int | str | None, ...]) -> str:
+    shown = [str(d) if isinstance(d, int) else (d or "?") for d in dims]
+    return "(" + ", ".join(shown) + ("," if len(shown) == 1 else "") + ")"
+
+
+def _padded(
+    get: Any, n_rows: int, step: int, graph: _Graph, pad: bool
+) -> Iterator[tuple[int, NDArray[Any], int]]:
+    """``(start, batch, real rows)``; with a fixed batch size the last batch is zero-padded."""
+    for start in range(0, n_rows, step):
+        stop = min(start + step, n_rows)
+        x = np.ascontiguousarray(get(start, stop), dtype=graph.input_dtype)
+        _check_shape(x, graph)
+        rows = stop - start
+        if pad and rows < step:
+            filler = np.zeros((step - rows, *x.shape[1:]), dtype=x.dtype)
+            x = np.concatenate([x, filler])
+        yield start, x, rows
+
+
+def _check_shape(x: NDArray[Any], graph: _Graph) -> None:
+    dims = graph.input_dims
+    if not dims:
+        return
+    wrong = len(dims) != x.ndim or any(
+        isinstance(d, int) and d > 0 and d != s for d, s in zip(dims[1:], x.shape[1:], strict=False)
+    )
+    if wrong:
+        raise LabelwiseError(
+            f"the ONNX model expects input {graph.input_name!r} of shape "
+            f"{_shape_text(dims)} (rows first), got inputs of shape {x.shape}; reshape the "
+            "inputs (e.g. images as (rows, channels, height, width))"
+        )
+
+
+def _run(session: Any, fetch: list[str], graph: _Graph, x: NDArray[Any]) -> list[Any]:
+    try:
+        return list(session.run(fetch, {graph.input_name: x}))
+    except Exception as exc:
+        raise LabelwiseError(
+            f"the ONNX model failed on inputs of shape {x.shape} (dtype {x.dtype}; it expects "
+            f"{_shape_text(graph.input_dims)}): {type(exc).__name__}: {_short(exc)}"
+        ) from exc
+
+
+def _rows_first(values: Any, rows: int, what: str) -> NDArray[Any]:
+    arr = np.asarray(values)
+    if arr.ndim == 0 or arr.shape[0] != rows:
+        raise LabelwiseError(
+            f"{what} has shape {arr.shape}, expected {rows} rows first (one per input row); "
+            "pass another layer"
+        )
+    return arr.reshape(rows, -1)
+
+
+def _outputs(values: Any, rows: int, head: str) -> NDArray[Any]:
+    arr = np.asarray(values)
+    if arr.ndim == 0 or arr.shape[0] != rows:
+        raise LabelwiseError(f"the model output has shape {arr.shape}, expected {rows} rows first")
+    if head == "raw":
+        return arr.reshape(rows, -1)
+    if arr.ndim != 2 or arr.shape[1] < 2:
+        raise LabelwiseError(
+            f"head='softmax' needs model outputs of shape (rows, classes) with at least 2 "
+            f"classes, got {arr.shape}; use head='raw' for other outputs (e.g. a single "
+            "sigmoid logit or a regression)"
+        )
+    return arr
