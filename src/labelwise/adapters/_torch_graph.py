@@ -91,6 +91,17 @@ def _ancestors(start: Iterable[Any], parents: Callable[[Any], Iterable[Any]]) ->
     return seen
 
 
+def _repeats(kinds: list[str]) -> int:
+    """How many times the operations of a module repeat back to back, e.g. 2 for
+    ``[linear, linear]``: inlining a module that is called twice repeats its body, and then
+    its output is ambiguous (the calls cannot be told apart in the inlined graph)."""
+    n = len(kinds)
+    for size in range(1, n // 2 + 1):
+        if n % size == 0 and kinds == kinds[:size] * (n // size):
+            return n // size
+    return 1
+
+
 # --------------------------------------------------------------------------- TorchScript
 
 
@@ -143,6 +154,10 @@ def tap_scripted(model: torch.jit.ScriptModule, layer: str | None) -> GraphTap:
                     continue
                 if any(use.user not in scope for use in out.uses()):
                     candidates.append(out)
+        kinds = [n.kind() for n in nodes if n in scope and not n.kind().startswith("prim::")]
+        calls = _repeats(kinds)
+        if calls > 1:
+            raise _no_value(layer, "TorchScript", calls)
         if len(candidates) != 1:
             raise _no_value(layer, "TorchScript", len(candidates))
         value = candidates[0]

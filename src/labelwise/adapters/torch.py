@@ -185,7 +185,7 @@ def _unimportable_message(where: str, exc: BaseException) -> str:
     elif "Can't get attribute" in text:
         # "Can't get attribute 'Net' on <module '__main__' from 'train.py'>"
         what = f"its class cannot be found ({_short(exc)})"
-        if "'__main__'" in text:
+        if "__main__'" in text:
             what += (
                 "; the class was defined in the script that saved the model, so the pickle "
                 "refers to __main__"
@@ -445,7 +445,9 @@ def capture(
     plan = _plan(model, layer)
     classes = _model_classes(model)
 
-    training_flags = [(module, module.training) for module in model.modules()]
+    # an exported program is frozen in the mode it was exported in (no eval()/train())
+    frozen = is_exported(model)
+    training_flags = [] if frozen else [(m, m.training) for m in model.modules()]
     original_device = _single_device(model)
     moved = original_device is not None and original_device != target_device
     runner = _Runner(model, plan, head)
@@ -453,7 +455,8 @@ def capture(
         try:
             if moved:
                 model.to(target_device)
-            model.eval()
+            if not frozen:
+                model.eval()
             runner.attach()
             n_batches = -(-n_rows // batch_size)
             bar = progress_bar(n_batches, desc="labelwise capture", unit="batch", enabled=progress)
@@ -730,7 +733,7 @@ class _Runner:
         self.graph = self.scripted or self.exported
         self.label = plan.label
         # the default layer of a Python module: the last Linear *executed*, chosen on batch 1
-        self._auto = not plan.explicit and not self.graph and plan.name is not None
+        self._auto = not plan.explicit and not self.graph and bool(plan.name)
         self._seen: list[tuple[str, Any]] = []
         self._handles: list[Any] = []
         self._tap: GraphTap | None = None
