@@ -7,5 +7,13 @@ learning framework:
 * :mod:`labelwise.adapters.torch` - PyTorch ``nn.Module`` and TorchScript files
   (``pip install 'labelwise[torch]'``): :func:`~labelwise.adapters.torch.capture` runs the
   model once over the inputs and returns the hidden-layer activations and the softmax
-  probabilities (or raw outputs) as a :class:`~labelwise.adapters.torch.Capture`.
+  probabilities (or raw outputs) as a :class:`~labelwise.adapters.torch.Capture`. It also
+  loads models as people save them: TorchScript with any ``forward``, pickled modules,
+  ``torch.export`` ``.pt2`` files and ``state_dict`` checkpoints with their class.
+* :mod:`labelwise.adapters.onnx` - ``.onnx`` files run with ONNX Runtime
+  (``pip install 'labelwise[onnx]'``): the same ``capture``, the hidden tensor added as an
+  extra graph output.
+
+Both write large captures batch by batch (``capture(..., out=DIR)``) and accept any pile with
+``shape`` and slicing (:mod:`labelwise.adapters._capture`, which imports no framework).
 """

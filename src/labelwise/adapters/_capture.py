@@ -29,6 +29,7 @@ __all__ = ["Capture", "CaptureWriter", "array_rows", "parse_classes"]
 HEADS = ("softmax", "raw")
 _PROBABILITY_ATOL = 1e-4  # rows summing to 1 within this are taken as already-softmaxed
 _CHUNK_ROWS = 1 << 16
+_FLUSH_BYTES = 64 << 20  # msync the memory maps after this much new data (not every batch)
 
 #: the files ``capture(..., out=DIR)`` writes, by head
 OUTPUT_FILES = {"softmax": "probabilities.npy", "raw": "outputs.npy"}
@@ -185,6 +186,7 @@ class CaptureWriter:
         self.activations: NDArray[np.float32] | None = None
         self.outputs: NDArray[np.float32] | None = None
         self._temps: dict[str, Path] = {}
+        self._unflushed = 0
         self.written: list[str] = []
         if self.out is not None:
             if self.out.exists() and not self.out.is_dir():
@@ -242,11 +244,14 @@ class CaptureWriter:
             )
         self.activations[start:stop] = block
         self.outputs[start:stop] = outs
-        if self.out is not None and isinstance(self.activations, np.memmap):
-            # hand the written pages back to the kernel: resident memory stays one batch
+        self._unflushed += block.nbytes + int(np.asarray(outs).size) * 4
+        if self._unflushed >= _FLUSH_BYTES and isinstance(self.activations, np.memmap):
+            # write the dirty pages back every 64 MiB: they are file pages, never anonymous
+            # memory, and flushing every batch would make the pass I/O-bound
             self.activations.flush()
             assert isinstance(self.outputs, np.memmap)
             self.outputs.flush()
+            self._unflushed = 0
 
     def finish(self, label: str, *, rows: int | None = None) -> tuple[Any, Any]:
         """Softmax (if asked and needed), check, and (with ``out``) move the files into place.
