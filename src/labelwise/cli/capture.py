@@ -45,7 +45,8 @@ def add_parser(sub: Any) -> None:
             "OUT/activations.npy (float32, the last hidden layer: the input of the last "
             "Linear/Gemm layer, or --layer), OUT/probabilities.npy (softmax; or "
             "OUT/outputs.npy with --head raw), OUT/predictions.npy and OUT/capture.json "
-            "(model kind, layer), plus OUT/classes.json when the model names its classes."
+            "(model kind, layer), plus OUT/classes.json when the model names its classes. "
+            f"Needs: {hints['torch']} for PyTorch models, {hints['onnx']} for .onnx files."
         ),
         epilog=ROUTES.format(**hints),
         formatter_class=_Formatter,
