@@ -327,3 +327,13 @@ def test_out_directory_is_written_batch_by_batch_and_atomically(tmp_path: Path) 
         "probabilities.npy",
     ]
     assert (out / "activations.npy").read_bytes() == before
+
+
+def test_scripted_capture_restores_requires_grad(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    path = scripted(nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2)), tmp_path / "s.pt")
+    model = load_model(path)
+    first = next(iter(model.parameters()))
+    first.requires_grad_(False)
+    capture(model, np.ones((5, 3), dtype=np.float32), progress=False)
+    assert [p.requires_grad for p in model.parameters()] == [False, True, True, True]

@@ -451,12 +451,17 @@ def capture(
     original_device = _single_device(model)
     moved = original_device is not None and original_device != target_device
     runner = _Runner(model, plan, head)
+    # a function made from a TorchScript graph records autograd even under no_grad(): switch
+    # the parameters' requires_grad off for the pass (restored afterwards)
+    grads = [(p, p.requires_grad) for p in model.parameters()] if runner.scripted else []
     with CaptureWriter(n_rows, head=head, out=out) as writer:
         try:
             if moved:
                 model.to(target_device)
             if not frozen:
                 model.eval()
+            for parameter, _ in grads:
+                parameter.requires_grad_(False)
             runner.attach()
             n_batches = -(-n_rows // batch_size)
             bar = progress_bar(n_batches, desc="labelwise capture", unit="batch", enabled=progress)
@@ -472,6 +477,8 @@ def capture(
             # parents come before children in modules(), so each module ends with its own flag
             for module, flag in training_flags:
                 module.train(flag)
+            for parameter, flag in grads:
+                parameter.requires_grad_(flag)
             if moved and original_device is not None:
                 model.to(original_device)
         activations, outputs = writer.finish(runner.label, rows=done)
