@@ -337,3 +337,26 @@ def test_scripted_capture_restores_requires_grad(tmp_path: Path) -> None:
     first.requires_grad_(False)
     capture(model, np.ones((5, 3), dtype=np.float32), progress=False)
     assert [p.requires_grad for p in model.parameters()] == [False, True, True, True]
+
+
+def test_torchscript_head_inside_control_flow_names_the_cause(tmp_path: Path) -> None:
+    class Branchy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.head = nn.Linear(4, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = torch.relu(self.fc(x))
+            if bool(h.sum() > 0):
+                return self.head(h)
+            return self.head(-h)
+
+    path = scripted(Branchy(), tmp_path / "branchy.pt")
+    x = np.ones((3, 4), dtype=np.float32)
+    with pytest.raises(LabelwiseError, match=r"inside control flow \(an if or a loop"):
+        capture(path, x, progress=False)
+    fc = capture(path, x, layer="fc", progress=False)  # a module outside the branch works
+    with torch.no_grad():
+        expected = load_model(path).fc(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(fc.activations, expected, atol=1e-6)

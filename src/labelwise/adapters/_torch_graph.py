@@ -114,6 +114,17 @@ def _script_path(node: Any) -> str:
     return str(_CLASS_IN_PATH.sub("", hierarchy or ""))
 
 
+def _linear_in_blocks(nodes: list[Any]) -> bool:
+    """Whether a linear operation sits in a sub-block (if / loop) of these nodes."""
+    stack = [inner for node in nodes for block in node.blocks() for inner in block.nodes()]
+    while stack:
+        node = stack.pop()
+        if node.kind() in _SCRIPT_LINEAR:
+            return True
+        stack.extend(inner for block in node.blocks() for inner in block.nodes())
+    return False
+
+
 def tap_scripted(model: torch.jit.ScriptModule, layer: str | None) -> GraphTap:
     """A tap on a TorchScript module's ``forward`` graph (see the module docstring)."""
     import torch
@@ -137,6 +148,14 @@ def tap_scripted(model: torch.jit.ScriptModule, layer: str | None) -> GraphTap:
 
         feeding = _ancestors(producers, parents)
         linears = [n for n in nodes if n.kind() in _SCRIPT_LINEAR and n in feeding]
+        after = nodes[nodes.index(linears[-1]) + 1 :] if linears else nodes
+        if _linear_in_blocks(after):
+            raise LabelwiseError(
+                "the last linear layer of this TorchScript model runs inside control flow "
+                "(an if or a loop in forward()), where its input cannot be exposed: pass "
+                "layer='<module name>' of a module outside it, or save the model with "
+                "forward() returning a tuple (features, logits)"
+            )
         if not linears:
             raise _no_linear("TorchScript")
         chosen = linears[-1]
