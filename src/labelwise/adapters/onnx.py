@@ -295,7 +295,10 @@ def _default_tensor(g: Any, producers: dict[str, Any], initialisers: set[str]) -
 
 
 def _unknown_tensor_message(layer: str, names: list[str], shown: int = 8) -> str:
-    close = difflib.get_close_matches(layer, names, n=3, cutoff=0.4)
+    holding = [n for n in names if layer.lower() in n.lower()][:3]
+    close = holding + [
+        n for n in difflib.get_close_matches(layer, names, n=3, cutoff=0.4) if n not in holding
+    ]
     tail = [n for n in reversed(names) if n not in close][: max(0, shown - len(close))]
     picks = close + tail
     more = f", ... ({len(names)} tensors in all)" if len(names) > len(picks) else ""
