@@ -29,9 +29,10 @@ from ..campaign import Campaign
 from ..campaign.campaign import METHODS
 from ..estimation import correctness, regression_scores
 from ..exceptions import LabelwiseError
-from ..io import file_digest, load_array, read_labels_csv
+from ..io import file_digest, load_array
 from ..workspace import CAMPAIGN, Workspace
 from ._common import check_probabilities, fresh_seed
+from ._piles import CLASSES_HELP, store_classes
 
 STATE_FILE = f"{CAMPAIGN}.state.json"
 
@@ -109,6 +110,7 @@ def add_parser(sub: Any) -> None:
     )
     c.add_argument("--seed", type=int, default=None, help="random seed (default: fresh, recorded)")
     c.add_argument("--force", action="store_true", help="overwrite an existing campaign in DIR")
+    c.add_argument("--classes", type=Path, help=CLASSES_HELP + " (saved as DIR/classes.json)")
     c.set_defaults(func=cmd_campaign)
 
 
@@ -137,6 +139,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         preds = ws.add_source("predictions", args.predictions, "--predictions")
         check_finite_array(preds, "--predictions", ndim=(1, 2))
         _same_rows(preds, n, "--predictions")
+    n_classes = None if probs is None else int(probs.shape[1])
+    store_classes(ws, args.classes, n_classes=n_classes, fresh=True)
     for flag, value in (
         ("--n-strata", args.n_strata),
         ("--min-stratum-size", args.min_stratum_size),
@@ -265,7 +269,8 @@ def estimate_campaign(args: argparse.Namespace) -> int:
         )
     if not 0 < args.confidence < 1:
         raise LabelwiseError(f"--confidence must be in (0, 1), got {args.confidence}")
-    rows, kind, values = read_labels_csv(args.labels)
+    store_classes(st.ws, getattr(args, "classes", None), n_classes=_n_probs(st))
+    rows, kind, values = st.ws.read_label_file(args.labels)
     new_rows, new_values = _new_labels(st, rows, kind, values)
     scores = _scores(args, st, kind, new_rows, new_values)
     camp.record(new_rows, scores)
@@ -304,6 +309,10 @@ def estimate_campaign(args: argparse.Namespace) -> int:
     else:
         print(format_campaign_estimate(est, doc, st))
     return 0
+
+
+def _n_probs(st: CampaignState) -> int | None:
+    return int(st.ws.load_source("probs").shape[1]) if st.ws.has_source("probs") else None
 
 
 def _new_labels(

@@ -17,6 +17,7 @@ from ..exceptions import LabelwiseError
 from ..io import load_array
 from ..workspace import Workspace
 from ._common import check_probabilities
+from ._piles import CLASSES_HELP, store_classes
 
 
 def add_parser(sub: Any) -> None:
@@ -50,6 +51,7 @@ def add_parser(sub: Any) -> None:
         "(N, C) probabilities (default: the --probs used at selection, if any)",
     )
     e.add_argument("--n-classes", type=int, help="number of classes, to reject unknown labels")
+    e.add_argument("--classes", type=Path, help=CLASSES_HELP + " (saved as DIR/classes.json)")
     e.add_argument("--confidence", type=float, default=0.95, help="confidence level")
     e.add_argument(
         "--until-halfwidth",
@@ -74,6 +76,10 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             "--until-halfwidth applies to campaigns ('labelwise campaign'), not to a selection"
         )
     ws, sel = Workspace.open(args.dir)
+    probs = ws.load_source("probs") if ws.has_source("probs") else None
+    store_classes(
+        ws, args.classes, n_classes=None if probs is None or probs.ndim != 2 else probs.shape[1]
+    )
     kind, ordered = ws.read_labels(args.labels, sel)
     scores, metric = _scores(args, ws, sel, kind, ordered)
     est = estimate(sel, scores, confidence=args.confidence, metric=metric)
