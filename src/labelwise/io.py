@@ -234,7 +234,8 @@ def _parse_label(text: str, path: Path, line_no: int, classes: Sequence[str] | N
     except LabelwiseError:
         if classes is None:
             raise LabelwiseError(
-                f"--labels: {path} line {line_no}: label must be a class index, got {text!r}; "
+                f"--labels: {path} line {line_no}: label must be an integer (a class index), got "
+                f"{text!r}; "
                 "to label by class name give the names: --classes FILE (one name per line)"
             ) from None
     close = difflib.get_close_matches(text, list(classes), n=3)
