@@ -338,9 +338,15 @@ def test_campaign_and_rank_read_class_names(
     assert main(["estimate", str(camp), "--labels", str(tmp_path / "l.csv"), "--json"]) == 0
     preds = np.load(cap / "predictions.npy")
     rows = [r for r, _ in proposed]
-    assert json.loads(capsys.readouterr().out)["value"] == pytest.approx(
-        float(np.mean(preds[rows] == truth[rows]))
-    )
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["value"] == pytest.approx(float(np.mean(preds[rows] == truth[rows])))
+    bright = [r for r in rows if truth[r] == 1]
+    assert shown["by_class"][1] == {
+        "class": "bright",
+        "index": 1,
+        "labelled": len(bright),
+        "correct": int(np.sum(preds[bright] == 1)),
+    }
 
     # rank: two models' predictions, labels by class name from --classes
     two = np.stack([preds, 1 - preds])

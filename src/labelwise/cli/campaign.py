@@ -302,6 +302,14 @@ def estimate_campaign(args: argparse.Namespace) -> int:
     st.kind = kind
     st.labels.update(zip(new_rows.tolist(), new_values.tolist(), strict=True))
     doc["campaign"] = {**st.summary(), "new_labels": int(new_rows.size)}
+    names = st.ws.classes()
+    if names is not None and st.kind == "label" and camp.task == "classification":
+        from .estimate import by_class
+
+        done = np.asarray(sorted(st.labels), dtype=np.int64)
+        truth = np.asarray([st.labels[int(r)] for r in done], dtype=np.int64)
+        predicted = np.asarray(st.ws.load_source("probs")[done]).argmax(axis=1)
+        doc["by_class"] = by_class(names, truth, (predicted == truth).astype(np.float64))
     st.save()  # only now: any error above leaves the state as it was
     st.ws.write_estimate(doc)
     if args.json:
@@ -454,6 +462,10 @@ def format_campaign_estimate(est: Estimate, doc: dict[str, Any], st: CampaignSta
             "  (so --until-halfwidth uses it; it is wider than the interval above)",
             f"  {verdict}",
         ]
+    if "by_class" in doc:
+        from .estimate import format_by_class
+
+        lines.append(format_by_class(doc["by_class"]))
     return "\n".join(lines)
 
 
