@@ -281,7 +281,7 @@ def _only_for(kind: str, kinds: str | tuple[str, ...], **given: Any) -> None:
         if value is not None:
             flag = "--" + name.replace("_", "-")
             raise LabelwiseError(
-                f"{name} ({flag}) applies to {' and '.join(allowed)} piles, not to a {kind} pile"
+                f"{name} ({flag}) applies to {' and '.join(allowed)} piles, not to this {kind} pile"
             )
 
 
