@@ -22,6 +22,7 @@ from .estimation import (
     wtl,
 )
 from .exceptions import DegenerateDataWarning, LabelwiseError, MissingDependencyError
+from .piles import ImageSpec, Pile, open_pile
 from .ranking import RankingCampaign
 from .sampling import (
     SDSDiscrimination,
@@ -44,8 +45,10 @@ __all__ = [
     "Campaign",
     "DegenerateDataWarning",
     "Estimate",
+    "ImageSpec",
     "LabelwiseError",
     "MissingDependencyError",
+    "Pile",
     "Ranking",
     "RankingCampaign",
     "SDSDiscrimination",
@@ -64,6 +67,7 @@ __all__ = [
     "extend",
     "jaccard_top_k",
     "magnitude",
+    "open_pile",
     "rank_models",
     "rank_sum_test",
     "rdg_select",

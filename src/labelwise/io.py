@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import difflib
 import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -120,11 +121,23 @@ def file_digest(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
-def read_labels_csv(path: str | os.PathLike[str]) -> tuple[NDArray[np.int64], str, NDArray[Any]]:
-    """Read ``row,<value>`` pairs; ``<value>`` is one of ``label``, ``target`` or ``score``.
+def read_labels_csv(
+    path: str | os.PathLike[str],
+    *,
+    classes: Sequence[str] | None = None,
+    ids: Sequence[str] | None = None,
+) -> tuple[NDArray[np.int64], str, NDArray[Any]]:
+    """Read ``row,<value>`` (or ``id,<value>``) pairs; ``<value>`` is one of ``label``,
+    ``target`` or ``score``.
 
     Returns the rows, the value column's name and its values (int64 for ``label``, float64
     otherwise). Duplicate rows, non-integer rows, empty files and bad values are errors.
+
+    ``classes`` (class names, index = class): a ``label`` may be a class name (exact match
+    after stripping spaces) or, as always, a class index; an unknown name is an error naming
+    the line, the name and some known names. ``ids`` (one id per pile row, e.g. an image's
+    path): a file without a ``row`` column may name its rows in an ``id`` column instead;
+    unknown ids are errors naming them. A file with both columns must agree with ``ids``.
     """
     p = Path(path)
     if not p.is_file():
@@ -139,8 +152,11 @@ def read_labels_csv(path: str | os.PathLike[str]) -> tuple[NDArray[np.int64], st
     if header is None:
         raise LabelwiseError(f"--labels: {p} is empty")
     cols = [c.strip().lower() for c in header]
-    if "row" not in cols:
-        raise LabelwiseError(f"--labels: {p} needs a 'row' column, got columns {header}")
+    if "row" not in cols and "id" not in cols:
+        raise LabelwiseError(
+            f"--labels: {p} needs a 'row' column (or 'id': the row ids of the capture), got "
+            f"columns {header}"
+        )
     kinds = [k for k in ("label", "target", "score") if k in cols]
     if len(kinds) != 1:
         raise LabelwiseError(
@@ -148,22 +164,59 @@ def read_labels_csv(path: str | os.PathLike[str]) -> tuple[NDArray[np.int64], st
             f"got {header}"
         )
     kind = kinds[0]
-    i_row, i_val = cols.index("row"), cols.index(kind)
+    i_row = cols.index("row") if "row" in cols else None
+    i_id = cols.index("id") if "id" in cols else None
+    i_val = cols.index(kind)
+    if i_row is None and ids is None:
+        raise LabelwiseError(
+            f"--labels: {p} names its rows by 'id', but the row ids of this pile are unknown "
+            "(they come from 'labelwise capture', in ids.txt); give a 'row' column"
+        )
     if not body:
         raise LabelwiseError(f"--labels: {p} has a header but no labels")
+    row_of: dict[str, int] | None = None
+    if ids is not None and i_id is not None:
+        row_of = {name: r for r, name in enumerate(ids)}
+    index_of = None if classes is None else {name: k for k, name in enumerate(classes)}
+    last = max(i for i in (i_row, i_id, i_val) if i is not None)
     rows: list[int] = []
     vals: list[Any] = []
+    unknown: list[tuple[int, str]] = []
     for line_no, rec in enumerate(body, start=2):
-        if len(rec) <= max(i_row, i_val):
+        if len(rec) <= last:
             raise LabelwiseError(f"--labels: {p} line {line_no} has too few fields: {rec}")
-        rows.append(_parse_int(rec[i_row], p, line_no, "row"))
+        if i_row is not None:
+            row = _parse_int(rec[i_row], p, line_no, "row")
+            if row_of is not None and i_id is not None and ids is not None:
+                given = rec[i_id].strip()
+                if 0 <= row < len(ids) and given and ids[row] != given:
+                    raise LabelwiseError(
+                        f"--labels: {p} line {line_no}: row {row} has id {ids[row]!r}, "
+                        f"but the file says {given!r}; is the file from another pile?"
+                    )
+        else:
+            assert row_of is not None and i_id is not None
+            name = rec[i_id].strip()
+            if name not in row_of:
+                unknown.append((line_no, name))
+                continue
+            row = row_of[name]
+        rows.append(row)
         raw = rec[i_val].strip()
         if raw == "":
             raise LabelwiseError(f"--labels: {p} line {line_no} has an empty {kind}")
-        vals.append(
-            _parse_int(raw, p, line_no, kind)
-            if kind == "label"
-            else _parse_float(raw, p, line_no, kind)
+        if kind != "label":
+            vals.append(_parse_float(raw, p, line_no, kind))
+        elif index_of is not None and raw in index_of:
+            vals.append(index_of[raw])
+        else:
+            vals.append(_parse_label(raw, p, line_no, classes))
+    if unknown:
+        shown = ", ".join(f"{name!r} (line {n})" for n, name in unknown[:5])
+        raise LabelwiseError(
+            f"--labels: {p} names {len(unknown)} ids that are not rows of the pile: {shown}"
+            f"{', ...' if len(unknown) > 5 else ''}; ids are the capture's ids.txt, e.g. "
+            f"{', '.join(repr(i) for i in list(ids or [])[:3])}"
         )
     r = np.asarray(rows, dtype=np.int64)
     uniq, counts = np.unique(r, return_counts=True)
@@ -172,6 +225,25 @@ def read_labels_csv(path: str | os.PathLike[str]) -> tuple[NDArray[np.int64], st
             f"--labels: {p} labels these rows more than once: {uniq[counts > 1][:10].tolist()}"
         )
     return r, kind, np.asarray(vals, dtype=np.int64 if kind == "label" else np.float64)
+
+
+def _parse_label(text: str, path: Path, line_no: int, classes: Sequence[str] | None) -> int:
+    """A class index; with ``classes``, an unknown name is an error listing known ones."""
+    try:
+        return _parse_int(text, path, line_no, "label")
+    except LabelwiseError:
+        if classes is None:
+            raise LabelwiseError(
+                f"--labels: {path} line {line_no}: label must be an integer (a class index), got "
+                f"{text!r}; "
+                "to label by class name give the names: --classes FILE (one name per line)"
+            ) from None
+    close = difflib.get_close_matches(text, list(classes), n=3)
+    known = close or list(classes[:5])
+    more = "" if close or len(classes) <= 5 else f", ... ({len(classes)} classes)"
+    shown = ", ".join(repr(k) for k in known)
+    hint = f"did you mean {shown}?" if close else f"known names: {shown}{more}"
+    raise LabelwiseError(f"--labels: {path} line {line_no}: {text!r} is not a class name; {hint}")
 
 
 def _parse_int(text: str, path: Path, line_no: int, what: str) -> int:

@@ -4,8 +4,10 @@ Layout (every file written atomically)::
 
     DIR/selection.json   the Selection, its seed and its source files (path, sha256, shape)
     DIR/to_label.csv     order,row,new: the rows to label in selection order; new=1 marks the
-                         rows added by the last selection or extension
-    DIR/labels.csv       row,label (written by the demo; a labeller's file can live anywhere)
+                         rows added by the last selection or extension. When the row ids are
+                         known (:meth:`Workspace.row_ids`), order,row,id,new
+    DIR/labels.csv       row,label (written by the demo; a labeller's file can live anywhere;
+                         it may name rows by id and classes by name, see :meth:`read_label_file`)
     DIR/estimate.json    the last estimate
     DIR/ranking.json     the last ranking
     DIR/<name>.state.json / <name>.state.npz   other state, e.g. a sequential campaign's
@@ -216,10 +218,27 @@ class Workspace:
         )
 
     def write_to_label(self, rows: NDArray[Any], *, new_from: int = 0) -> Path:
-        """``to_label.csv``: order,row,new; rows from position ``new_from`` on have new = 1."""
+        """``to_label.csv``: order,row,new; rows from position ``new_from`` on have new = 1.
+
+        With row ids (:meth:`row_ids`), order,row,id,new: the labeller sees which image (or
+        table row) to open.
+        """
         self.path.mkdir(parents=True, exist_ok=True)
-        body = [[i + 1, int(r), int(i >= new_from)] for i, r in enumerate(rows)]
-        write_csv(self.path / TO_LABEL, ["order", "row", "new"], body)
+        ids = self.row_ids()
+        body: list[list[Any]]
+        if ids is None:
+            body = [[i + 1, int(r), int(i >= new_from)] for i, r in enumerate(rows)]
+            write_csv(self.path / TO_LABEL, ["order", "row", "new"], body)
+            return self.path / TO_LABEL
+        picked = [int(r) for r in rows]
+        beyond = [r for r in picked if not 0 <= r < len(ids)]
+        if beyond:
+            raise LabelwiseError(
+                f"{self.capture_dir()}/{IDS} has {len(ids)} ids, fewer than the rows of the "
+                f"pile (e.g. row {beyond[0]}); capture again"
+            )
+        body = [[i + 1, r, ids[r], int(i >= new_from)] for i, r in enumerate(picked)]
+        write_csv(self.path / TO_LABEL, ["order", "row", "id", "new"], body)
         return self.path / TO_LABEL
 
     @property
@@ -237,13 +256,21 @@ class Workspace:
         )
         return out
 
+    def read_label_file(self, path: str | Path) -> tuple[NDArray[np.int64], str, NDArray[Any]]:
+        """A labels CSV read with this workspace's class names and row ids.
+
+        Labels may be class names (:meth:`classes`) and rows may be named by id
+        (:meth:`row_ids`) in an ``id`` column; see :func:`labelwise.io.read_labels_csv`.
+        """
+        return read_labels_csv(path, classes=self.classes(), ids=self.row_ids())
+
     def read_labels(self, path: str | Path, sel: Selection) -> tuple[str, NDArray[Any]]:
         """The label column's kind and its values in selection order: exactly the selected rows.
 
         Rows outside the pile, labels for rows that were not selected (they would bias the
         estimate) and selected rows without a label are errors that name the rows.
         """
-        rows, kind, values = read_labels_csv(path)
+        rows, kind, values = self.read_label_file(path)
         n_pop = sel.population_size
         out_of_range = rows[(rows < 0) | (rows >= n_pop)]
         if out_of_range.size:

@@ -29,9 +29,10 @@ from ..campaign import Campaign
 from ..campaign.campaign import METHODS
 from ..estimation import correctness, regression_scores
 from ..exceptions import LabelwiseError
-from ..io import file_digest, load_array, read_labels_csv
+from ..io import file_digest, load_array
 from ..workspace import CAMPAIGN, Workspace
 from ._common import check_probabilities, fresh_seed
+from ._piles import CLASSES_HELP, store_classes
 
 STATE_FILE = f"{CAMPAIGN}.state.json"
 
@@ -109,6 +110,7 @@ def add_parser(sub: Any) -> None:
     )
     c.add_argument("--seed", type=int, default=None, help="random seed (default: fresh, recorded)")
     c.add_argument("--force", action="store_true", help="overwrite an existing campaign in DIR")
+    c.add_argument("--classes", type=Path, help=CLASSES_HELP + " (saved as DIR/classes.json)")
     c.set_defaults(func=cmd_campaign)
 
 
@@ -137,6 +139,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         preds = ws.add_source("predictions", args.predictions, "--predictions")
         check_finite_array(preds, "--predictions", ndim=(1, 2))
         _same_rows(preds, n, "--predictions")
+    n_classes = None if probs is None else int(probs.shape[1])
+    store_classes(ws, args.classes, n_classes=n_classes, fresh=True)
     for flag, value in (
         ("--n-strata", args.n_strata),
         ("--min-stratum-size", args.min_stratum_size),
@@ -265,7 +269,8 @@ def estimate_campaign(args: argparse.Namespace) -> int:
         )
     if not 0 < args.confidence < 1:
         raise LabelwiseError(f"--confidence must be in (0, 1), got {args.confidence}")
-    rows, kind, values = read_labels_csv(args.labels)
+    store_classes(st.ws, getattr(args, "classes", None), n_classes=_n_probs(st))
+    rows, kind, values = st.ws.read_label_file(args.labels)
     new_rows, new_values = _new_labels(st, rows, kind, values)
     scores = _scores(args, st, kind, new_rows, new_values)
     camp.record(new_rows, scores)
@@ -297,6 +302,14 @@ def estimate_campaign(args: argparse.Namespace) -> int:
     st.kind = kind
     st.labels.update(zip(new_rows.tolist(), new_values.tolist(), strict=True))
     doc["campaign"] = {**st.summary(), "new_labels": int(new_rows.size)}
+    names = st.ws.classes()
+    if names is not None and st.kind == "label" and camp.task == "classification":
+        from .estimate import by_class
+
+        done = np.asarray(sorted(st.labels), dtype=np.int64)
+        truth = np.asarray([st.labels[int(r)] for r in done], dtype=np.int64)
+        predicted = np.asarray(st.ws.load_source("probs")[done]).argmax(axis=1)
+        doc["by_class"] = by_class(names, truth, (predicted == truth).astype(np.float64))
     st.save()  # only now: any error above leaves the state as it was
     st.ws.write_estimate(doc)
     if args.json:
@@ -304,6 +317,10 @@ def estimate_campaign(args: argparse.Namespace) -> int:
     else:
         print(format_campaign_estimate(est, doc, st))
     return 0
+
+
+def _n_probs(st: CampaignState) -> int | None:
+    return int(st.ws.load_source("probs").shape[1]) if st.ws.has_source("probs") else None
 
 
 def _new_labels(
@@ -445,6 +462,10 @@ def format_campaign_estimate(est: Estimate, doc: dict[str, Any], st: CampaignSta
             "  (so --until-halfwidth uses it; it is wider than the interval above)",
             f"  {verdict}",
         ]
+    if "by_class" in doc:
+        from .estimate import format_by_class
+
+        lines.append(format_by_class(doc["by_class"]))
     return "\n".join(lines)
 
 

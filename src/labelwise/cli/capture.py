@@ -9,7 +9,8 @@ from typing import Any
 
 from .._deps import install_hint
 from ..exceptions import LabelwiseError
-from ..io import load_array, write_json
+from ..io import write_json
+from ._piles import CLASSES_HELP, add_pile_arguments, open_inputs, read_classes, write_pile_files
 
 ROUTES = """\
 model routes (chosen from the file):
@@ -41,11 +42,14 @@ def add_parser(sub: Any) -> None:
         "capture",
         help="run a PyTorch or ONNX model over inputs and save activations and probabilities",
         description=(
-            "One batched pass of a model over INPUTS (.npy). Writes, batch by batch, "
+            "One batched pass of a model over INPUTS (an array, a table or a folder of images; "
+            "see below). Writes, batch by batch, "
             "OUT/activations.npy (float32, the last hidden layer: the input of the last "
             "Linear/Gemm layer, or --layer), OUT/probabilities.npy (softmax; or "
             "OUT/outputs.npy with --head raw), OUT/predictions.npy and OUT/capture.json "
-            "(model kind, layer), plus OUT/classes.json when the model names its classes. "
+            '(model kind, layer, and its "pile" entry: what the inputs were and how they were '
+            "read), OUT/ids.txt (one id per row) and OUT/classes.json (--classes, or the "
+            "model's own class names). "
             f"Needs: {hints['torch']} for PyTorch models, {hints['onnx']} for .onnx files."
         ),
         epilog=ROUTES.format(**hints),
@@ -69,7 +73,12 @@ def add_parser(sub: Any) -> None:
         metavar="JSON",
         help="keyword arguments of --model-class as a JSON object",
     )
-    c.add_argument("--inputs", type=Path, required=True, help="inputs, .npy, first axis = rows")
+    c.add_argument(
+        "--inputs",
+        type=Path,
+        required=True,
+        help="the pile: .npy, .npz, .csv, .parquet or a folder of images; first axis = rows",
+    )
     c.add_argument("--out", type=Path, required=True, help="output directory")
     c.add_argument(
         "--layer",
@@ -78,6 +87,8 @@ def add_parser(sub: Any) -> None:
     )
     c.add_argument("--head", choices=["softmax", "raw"], default="softmax", help="output transform")
     c.add_argument("--batch-size", type=int, default=256, help="rows per forward pass")
+    c.add_argument("--classes", type=Path, help=CLASSES_HELP)
+    add_pile_arguments(c)
     c.set_defaults(func=cmd_capture)
 
 
@@ -144,14 +155,22 @@ def _capture(args: argparse.Namespace, inputs: Any) -> tuple[Any, dict[str, Any]
 
 def cmd_capture(args: argparse.Namespace) -> int:
     _model_route(args)  # argument errors before the inputs are read
-    inputs = load_array(args.inputs, "--inputs")
+    inputs = open_inputs(args)
+    classes = None if args.classes is None else read_classes(args.classes)
     cap, about = _capture(args, inputs)
+    n_out = int(cap.outputs.shape[1])
+    if classes is not None and cap.head == "softmax" and len(classes) != n_out:
+        for name in ("activations.npy", "probabilities.npy", "predictions.npy"):
+            (args.out / name).unlink(missing_ok=True)  # nothing half-described stays
+        raise LabelwiseError(
+            f"--classes: {args.classes} names {len(classes)} classes, the model outputs {n_out}"
+        )
     written = ["activations.npy"]
     written += ["probabilities.npy"] if cap.head == "softmax" else ["outputs.npy"]
     written += ["predictions.npy"]
-    if cap.classes is not None:
-        write_json(args.out / "classes.json", list(cap.classes))
-        written.append("classes.json")
+    if classes is None and cap.classes is not None:
+        classes = list(cap.classes)
+    written += write_pile_files(args.out, inputs, classes)
     write_json(
         args.out / "capture.json",
         {
@@ -162,6 +181,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
             "rows": int(cap.activations.shape[0]),
             "neurons": int(cap.activations.shape[1]),
             "outputs": int(cap.outputs.shape[1]),
+            "pile": inputs.describe(),
         },
     )
     print(

@@ -17,6 +17,7 @@ from ..exceptions import LabelwiseError
 from ..io import load_array
 from ..workspace import Workspace
 from ._common import check_probabilities
+from ._piles import CLASSES_HELP, store_classes
 
 
 def add_parser(sub: Any) -> None:
@@ -50,6 +51,7 @@ def add_parser(sub: Any) -> None:
         "(N, C) probabilities (default: the --probs used at selection, if any)",
     )
     e.add_argument("--n-classes", type=int, help="number of classes, to reject unknown labels")
+    e.add_argument("--classes", type=Path, help=CLASSES_HELP + " (saved as DIR/classes.json)")
     e.add_argument("--confidence", type=float, default=0.95, help="confidence level")
     e.add_argument(
         "--until-halfwidth",
@@ -74,10 +76,17 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             "--until-halfwidth applies to campaigns ('labelwise campaign'), not to a selection"
         )
     ws, sel = Workspace.open(args.dir)
+    probs = ws.load_source("probs") if ws.has_source("probs") else None
+    store_classes(
+        ws, args.classes, n_classes=None if probs is None or probs.ndim != 2 else probs.shape[1]
+    )
     kind, ordered = ws.read_labels(args.labels, sel)
     scores, metric = _scores(args, ws, sel, kind, ordered)
     est = estimate(sel, scores, confidence=args.confidence, metric=metric)
     doc: dict[str, Any] = {"estimate": est.to_dict(), "selection_method": sel.method}
+    names = ws.classes() if kind == "label" and metric == "accuracy" else None
+    if names is not None:
+        doc["by_class"] = by_class(names, ordered, scores)
     if metric == "1-MSE":
         doc["regression"] = regression_summary(est)
         if est.value < 0:
@@ -96,7 +105,40 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         print(dumps(shown, indent=2))
     else:
         print(format_estimate(est))
+        if "by_class" in doc:
+            print(format_by_class(doc["by_class"]))
     return 0
+
+
+def by_class(
+    names: tuple[str, ...], labels: np.ndarray, scores: np.ndarray
+) -> list[dict[str, Any]]:
+    """Per true class: its name, how many labelled rows have it and how many the model got
+    right (counts on the labelled rows, not weighted to the pile)."""
+    out = []
+    for k, name in enumerate(names):
+        mine = labels == k
+        out.append(
+            {
+                "class": name,
+                "index": k,
+                "labelled": int(mine.sum()),
+                "correct": int(np.round(scores[mine].sum())),
+            }
+        )
+    return out
+
+
+def format_by_class(rows: list[dict[str, Any]]) -> str:
+    width = max(5, *(len(r["class"]) for r in rows))
+    lines = [
+        "",
+        "  labelled rows by true class (counts, not weighted to the pile):",
+        f"    {'class':<{width}}  {'labelled':>8}  {'correct':>7}",
+    ]
+    for r in rows:
+        lines.append(f"    {r['class']:<{width}}  {r['labelled']:>8}  {r['correct']:>7}")
+    return "\n".join(lines)
 
 
 def regression_summary(est: Estimate) -> dict[str, Any]:

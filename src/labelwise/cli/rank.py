@@ -14,6 +14,7 @@ from ..exceptions import LabelwiseError
 from ..io import load_array
 from ..ranking import RankingCampaign
 from ..workspace import Workspace
+from ._piles import CLASSES_HELP, store_classes
 
 
 def add_parser(sub: Any) -> None:
@@ -40,6 +41,7 @@ def add_parser(sub: Any) -> None:
         type=Path,
         help="(M, N) classes or (M, N, C) probabilities, .npy (default: the selection's)",
     )
+    rk.add_argument("--classes", type=Path, help=CLASSES_HELP + " (saved as DIR/classes.json)")
     rk.add_argument("--names", help="comma-separated model names (default M1, M2, ...)")
     rk.add_argument("--confidence", type=float, default=0.95, help="confidence level")
     rk.add_argument(
@@ -57,6 +59,12 @@ def add_parser(sub: Any) -> None:
 
 def cmd_rank(args: argparse.Namespace) -> int:
     ws, sel = Workspace.open(args.dir)
+    recorded = ws.load_source("predictions") if ws.has_source("predictions") else None
+    store_classes(
+        ws,
+        args.classes,
+        n_classes=None if recorded is None or recorded.ndim != 3 else recorded.shape[2],
+    )
     kind, labels = ws.read_labels(args.labels, sel)
     if kind != "label":
         raise LabelwiseError(f"--labels: ranking needs a 'label' column (classes), got '{kind}'")

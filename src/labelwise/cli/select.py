@@ -19,6 +19,7 @@ from ..exceptions import LabelwiseError
 from ..sampling import extend
 from ..workspace import Workspace
 from ._common import check_probabilities, fresh_seed
+from ._piles import CLASSES_HELP, store_classes
 
 #: CLI flag of each data key (see registry.NEEDS).
 DATA_FLAGS = {"activations": "--activations", "probs": "--probs", "predictions": "--predictions"}
@@ -100,6 +101,7 @@ def add_parser(sub: Any) -> None:
     )
     s.add_argument("--seed", type=int, default=None, help="random seed (default: fresh, recorded)")
     s.add_argument("--force", action="store_true", help="overwrite an existing selection in --out")
+    s.add_argument("--classes", type=Path, help=CLASSES_HELP + " (saved as OUT/classes.json)")
     groups: dict[str, Any] = {}
     for flag, opt in tuning_options().items():
         first = registry.get(opt["methods"][0])
@@ -145,10 +147,20 @@ def cmd_select(args: argparse.Namespace) -> int:
             f"the inputs must describe the same pile rows, got row counts {sorted(rows)}"
         )
     data = _data(method, arrays, rows, args.population_size)
+    store_classes(ws, args.classes, n_classes=_n_classes(arrays), fresh=True)
     sel = method.run(data, args.budget, rng=ws.seed, progress=True, **params)
     ws.write_selection(sel)
     _print_selection(sel, ws, new_from=0)
     return 0
+
+
+def _n_classes(arrays: dict[str, np.ndarray]) -> int | None:
+    """The number of classes the probabilities (or M models' probabilities) show, if any."""
+    if "probs" in arrays and arrays["probs"].ndim == 2:
+        return int(arrays["probs"].shape[1])
+    if "predictions" in arrays and arrays["predictions"].ndim == 3:
+        return int(arrays["predictions"].shape[2])
+    return None
 
 
 def _params(args: argparse.Namespace, method: registry.Method) -> dict[str, Any]:
@@ -214,7 +226,11 @@ def _select_extend(args: argparse.Namespace) -> int:
     if args.out is not None and args.out != args.extend:
         out = Workspace.create(args.out, force=args.force)
         out.sources, out.seed = ws.sources, ws.seed
+        classes = ws.classes()
+        if classes is not None and (ws.path / "classes.json").is_file():
+            out.set_classes(classes)
         ws = out
+    store_classes(ws, args.classes)
     ws.write_selection(new, new_from=before)
     print(f"extended {sel.method} selection from {before} to {new.budget} rows")
     _print_selection(new, ws, new_from=before)

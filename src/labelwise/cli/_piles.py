@@ -1,0 +1,177 @@
+"""What the subcommands share about piles and class names: the ``--inputs`` options of
+``capture`` (:func:`labelwise.piles.open_pile`) and ``--classes FILE``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import LabelwiseError
+from ..io import atomic_write, write_json
+from ..piles import IMAGE_SUFFIXES, ImageSpec, Pile, open_pile
+from ..workspace import CLASSES, IDS, Workspace
+
+CLASSES_HELP = (
+    "class names, index = class: a text file with one name per line, or a JSON list; labels "
+    "may then be given by name"
+)
+
+
+def add_pile_arguments(parser: Any) -> None:
+    """``--key``, ``--columns``, ``--id-column`` and the image options of ``--inputs``."""
+    g = parser.add_argument_group(
+        "inputs",
+        f"--inputs is a .npy (memory-mapped) or .npz array, a .csv or .parquet table, or a "
+        f"folder of images ({', '.join(IMAGE_SUFFIXES)}; found recursively, sorted by path, "
+        "decoded a batch at a time). Each row keeps an id (written to OUT/ids.txt): the "
+        "image's path under the folder, the table's --id-column, else the row number",
+    )
+    g.add_argument("--key", help=".npz: the array to read (needed when it holds several)")
+    g.add_argument(
+        "--columns", help="tables: comma-separated numeric columns (default: every numeric one)"
+    )
+    g.add_argument("--id-column", help="tables: the column holding each row's id")
+    g.add_argument(
+        "--image-size",
+        metavar="HxW",
+        help="images: resize every image to height x width (default: all must share one size)",
+    )
+    g.add_argument(
+        "--channels", type=int, choices=[1, 3], help="images: 1 (grey) or 3 (RGB) [default: 3]"
+    )
+    g.add_argument("--scale", type=float, help="images: pixel multiplier [default: 1/255]")
+    g.add_argument("--mean", help="images: per-channel mean to subtract, e.g. 0.485,0.456,0.406")
+    g.add_argument("--std", help="images: per-channel std to divide by, e.g. 0.229,0.224,0.225")
+    g.add_argument(
+        "--layout", choices=["chw", "hwc"], help="images: channels first or last [default: chw]"
+    )
+
+
+def _floats(text: str | None, flag: str) -> tuple[float, ...] | None:
+    if text is None:
+        return None
+    try:
+        return tuple(float(t) for t in text.split(","))
+    except ValueError:
+        raise LabelwiseError(f"{flag} must be comma-separated numbers, got {text!r}") from None
+
+
+def _size(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    parts = text.lower().replace("×", "x").split("x")
+    try:
+        h, w = (int(p) for p in parts)
+    except ValueError:
+        raise LabelwiseError(
+            f"--image-size must be HxW (height x width), e.g. 28x28, got {text!r}"
+        ) from None
+    if h < 1 or w < 1:
+        raise LabelwiseError(f"--image-size must be positive, got {text!r}")
+    return h, w
+
+
+def open_inputs(args: argparse.Namespace) -> Pile:
+    """``--inputs`` with its options as a :class:`~labelwise.piles.Pile`."""
+    image_opts = {
+        "size": _size(args.image_size),
+        "channels": args.channels,
+        "scale": args.scale,
+        "mean": _floats(args.mean, "--mean"),
+        "std": _floats(args.std, "--std"),
+        "layout": args.layout,
+    }
+    given = {k: v for k, v in image_opts.items() if v is not None}
+    image = None
+    if args.inputs.is_dir():
+        image = ImageSpec(**given)
+    elif given:
+        flags = ", ".join("--" + ("image-size" if k == "size" else k) for k in given)
+        raise LabelwiseError(f"{flags} apply to a folder of images, not to {args.inputs}")
+    columns = None
+    if args.columns is not None:
+        columns = [c.strip() for c in args.columns.split(",") if c.strip()]
+    return open_pile(
+        args.inputs, key=args.key, columns=columns, id_column=args.id_column, image=image
+    )
+
+
+def write_pile_files(out: Path, pile: Pile, classes: list[str] | None) -> list[str]:
+    """``OUT/ids.txt`` and, with class names, ``OUT/classes.json``; the names written."""
+    ids = pile.ids
+
+    def _write(fh: Any) -> None:
+        for i in range(len(ids)):
+            fh.write(ids[i] + "\n")
+
+    atomic_write(out / IDS, _write)
+    written = [IDS]
+    if classes is not None:
+        write_json(out / CLASSES, classes)
+        written.append(CLASSES)
+    return written
+
+
+def read_classes(path: Path) -> list[str]:
+    """Class names from ``path``: a JSON list of strings, or one name per line."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise LabelwiseError(f"--classes: {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LabelwiseError(f"--classes: cannot read {path} ({exc})") from None
+    if text.lstrip().startswith("["):
+        try:
+            names = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise LabelwiseError(f"--classes: {path} is not a valid JSON list ({exc})") from None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise LabelwiseError(f"--classes: {path} must be a JSON list of strings")
+        names = [n.strip() for n in names]
+    else:
+        names = [line.strip() for line in text.splitlines()]
+        while names and not names[-1]:
+            names.pop()
+    if not names:
+        raise LabelwiseError(f"--classes: {path} names no classes")
+    for i, n in enumerate(names):
+        if not n:
+            raise LabelwiseError(f"--classes: {path} class {i} has an empty name")
+    seen: set[str] = set()
+    dup: list[str] = []
+    for n in names:
+        if n in seen:
+            dup.append(n)
+        seen.add(n)
+    if dup:
+        raise LabelwiseError(f"--classes: {path} names these classes twice: {dup[:5]}")
+    return names
+
+
+def store_classes(
+    ws: Workspace, path: Path | None, *, n_classes: int | None = None, fresh: bool = False
+) -> None:
+    """``--classes FILE`` saved as ``DIR/classes.json`` (checked against ``n_classes``).
+
+    Unless the workspace is ``fresh`` (just created), a ``DIR/classes.json`` with other names
+    is an error: the labels recorded so far were read with those names.
+    """
+    if path is None:
+        return
+    names = read_classes(path)
+    if n_classes is not None and len(names) != n_classes:
+        raise LabelwiseError(
+            f"--classes: {path} names {len(names)} classes, the model has {n_classes} "
+            "(columns of the probabilities)"
+        )
+    own = ws.path / CLASSES
+    if own.is_file() and not fresh:
+        before = ws.classes()
+        if before is not None and list(before) != names:
+            raise LabelwiseError(
+                f"--classes: {own} already names other classes ({', '.join(before[:5])}"
+                f"{', ...' if len(before) > 5 else ''}); delete it to change them"
+            )
+    ws.set_classes(names)

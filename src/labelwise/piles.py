@@ -1,0 +1,597 @@
+"""Piles: the unlabelled inputs a model is run over, read a batch of rows at a time.
+
+:func:`open_pile` opens
+
+- ``.npy`` arrays (memory-mapped: a batch reads only its rows),
+- ``.npz`` archives (one array, chosen with ``key=``),
+- folders of images (png, jpg, jpeg, bmp, gif, webp; found recursively, sorted by path;
+  decoded with Pillow a batch at a time, with one declared :class:`ImageSpec` for every row),
+- CSV tables (header required) and Parquet tables (pyarrow), numeric ``columns=``,
+
+as a :class:`Pile`: ``len(pile)``, ``pile.shape`` (rows first), ``pile.dtype`` (float32),
+``pile[start:stop]`` or ``pile[int_array]`` (a float32 array of just those rows), ``pile.ids``
+(one stable string per row: an image's path under the folder, ``/``-separated; a table's id
+column; else the row number) and :meth:`Pile.describe` (what ``labelwise capture`` writes as
+the ``"pile"`` entry of ``capture.json``). A :class:`Pile` has ``shape``, ``dtype`` and slicing,
+so :func:`labelwise.adapters.torch.capture` reads it batch by batch like a memory map.
+
+NumPy only at import: Pillow and pyarrow are imported when an image folder or a Parquet file
+is opened.
+
+Examples
+--------
+>>> from labelwise.piles import ImageSpec, open_pile
+>>> pile = open_pile("photos/", image=ImageSpec(size=(32, 32), channels=3))  # doctest: +SKIP
+>>> pile.shape, pile.ids[0]  # doctest: +SKIP
+((2000, 3, 32, 32), 'cats/0001.png')
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._deps import require
+from .exceptions import LabelwiseError
+
+__all__ = ["IMAGE_SUFFIXES", "ImageSpec", "Pile", "open_pile"]
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
+_LAYOUTS = ("chw", "hwc")
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """How every image of a folder becomes one row (the same for every row).
+
+    Each image is converted to ``channels`` (1: grey ``"L"``, 3: ``"RGB"``), resized to
+    ``size`` = ``(height, width)`` with bilinear resampling (``None``: every image must already
+    have the same size), scaled (``pixel * scale``), normalised per channel
+    (``(x - mean) / std``; ``None``: not normalised) and laid out as ``"chw"``
+    (channels, height, width: PyTorch) or ``"hwc"``.
+    """
+
+    size: tuple[int, int] | None = None
+    channels: int = 3
+    scale: float = 1.0 / 255.0
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
+    layout: str = "chw"
+
+    def __post_init__(self) -> None:
+        if self.size is not None:
+            size = tuple(self.size)
+            if len(size) != 2 or not all(
+                isinstance(s, int | np.integer) and not isinstance(s, bool) and s >= 1 for s in size
+            ):
+                raise LabelwiseError(
+                    f"image size must be (height, width) of positive integers, got {self.size!r}"
+                )
+            object.__setattr__(self, "size", (int(size[0]), int(size[1])))
+        if self.channels not in (1, 3):
+            raise LabelwiseError(f"image channels must be 1 or 3, got {self.channels!r}")
+        if not (isinstance(self.scale, int | float) and math.isfinite(self.scale)):
+            raise LabelwiseError(f"image scale must be a finite number, got {self.scale!r}")
+        if self.layout not in _LAYOUTS:
+            raise LabelwiseError(f"image layout must be one of {_LAYOUTS}, got {self.layout!r}")
+        for name in ("mean", "std"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            vals = tuple(float(v) for v in value)
+            if len(vals) not in (1, self.channels) or not all(math.isfinite(v) for v in vals):
+                raise LabelwiseError(
+                    f"image {name} must be 1 or {self.channels} (channels) finite numbers, "
+                    f"got {value!r}"
+                )
+            if name == "std" and any(v <= 0 for v in vals):
+                raise LabelwiseError(f"image std must be positive, got {value!r}")
+            object.__setattr__(self, name, vals)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "size": None if self.size is None else list(self.size),
+            "channels": self.channels,
+            "scale": self.scale,
+            "mean": None if self.mean is None else list(self.mean),
+            "std": None if self.std is None else list(self.std),
+            "layout": self.layout,
+        }
+
+
+class _RowNumbers(Sequence[str]):
+    """``"0", "1", ...``: the ids of a pile whose rows have no name."""
+
+    def __init__(self, n: int) -> None:
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str]: ...
+    def __getitem__(self, i: int | slice) -> str | Sequence[str]:
+        if isinstance(i, slice):
+            return [str(j) for j in range(self._n)[i]]
+        return str(range(self._n)[i])
+
+
+class Pile:
+    """Rows of inputs, read on demand. Made by :func:`open_pile`.
+
+    ``pile[key]`` takes a slice, an integer or an array of row indices and returns float32
+    rows (reading, decoding or converting only those rows).
+    """
+
+    def __init__(
+        self,
+        *,
+        kind: str,
+        path: Path,
+        shape: tuple[int, ...],
+        read: Callable[[NDArray[np.int64] | slice], NDArray[Any]],
+        ids: Sequence[str],
+        info: dict[str, Any],
+    ) -> None:
+        self.kind = kind
+        self.path = path
+        self.shape = shape
+        self.dtype = np.dtype(np.float32)
+        self.ids = ids
+        self._read = read
+        self._info = info
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __getitem__(self, key: Any) -> NDArray[np.float32]:
+        n = self.shape[0]
+        if isinstance(key, slice):
+            start, stop, step = key.indices(n)
+            sel: NDArray[np.int64] | slice = (
+                slice(start, max(start, stop)) if step == 1 else np.arange(start, stop, step)
+            )
+            out = self._read(sel)
+        elif isinstance(key, int | np.integer) and not isinstance(key, bool):
+            i = int(key)
+            if not -n <= i < n:
+                raise IndexError(f"row {i} is outside the pile of {n} rows")
+            out = self._read(np.asarray([i % n], dtype=np.int64))[0]
+        else:
+            idx = np.asarray(key)
+            if idx.dtype == bool:
+                idx = np.flatnonzero(idx)
+            if idx.ndim != 1 or idx.dtype.kind not in "iu":
+                raise IndexError("a pile takes a slice, an integer or a 1-D array of row indices")
+            idx = idx.astype(np.int64)
+            if idx.size and (idx.min() < -n or idx.max() >= n):
+                raise IndexError(f"row indices must be in [-{n}, {n}), got {idx.tolist()[:10]}")
+            out = self._read(idx % n if n else idx)
+        return np.asarray(out, dtype=np.float32)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> NDArray[Any]:
+        arr = self[:]
+        return arr if dtype is None else arr.astype(dtype)
+
+    def describe(self) -> dict[str, Any]:
+        """What the pile is: kind, path, root, preprocessing, columns, key, shape (JSON)."""
+        return {
+            "kind": self.kind,
+            "path": str(self.path.resolve()),
+            "root": None,
+            "preprocessing": None,
+            "columns": None,
+            "key": None,
+            "id_column": None,
+            "rows": int(self.shape[0]),
+            "shape": [int(s) for s in self.shape],
+            **self._info,
+        }
+
+    def __repr__(self) -> str:
+        return f"Pile(kind={self.kind!r}, path={str(self.path)!r}, shape={self.shape})"
+
+
+def open_pile(
+    path: str | os.PathLike[str],
+    *,
+    key: str | None = None,
+    columns: Sequence[str] | None = None,
+    id_column: str | None = None,
+    image: ImageSpec | None = None,
+) -> Pile:
+    """Open the pile at ``path``; its kind is read from the path (see the module docstring).
+
+    Parameters
+    ----------
+    path:
+        A ``.npy``, ``.npz``, ``.csv`` or ``.parquet`` file, or a folder of images.
+    key:
+        ``.npz`` only: the array to read (may be omitted when the archive holds one array).
+    columns:
+        Tables only: the numeric columns that make a row, in this order (default: every
+        numeric column except ``id_column``).
+    id_column:
+        Tables only: the column holding each row's id (default: the row number).
+    image:
+        Folders only: the declared preprocessing (default ``ImageSpec()``: RGB, scaled by
+        1/255, channels first, every image the same size).
+
+    Raises
+    ------
+    LabelwiseError
+        A missing path, an unknown kind, an option that does not apply to the kind, a
+        missing or ambiguous ``key`` (the message lists the keys), an unreadable or corrupt
+        file (named), images of different sizes without ``size`` (two are named), a
+        non-numeric value (its row and column are named), duplicate ids.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise LabelwiseError(f"--inputs: {p} does not exist")
+    suffix = p.suffix.lower()
+    kind = (
+        "images"
+        if p.is_dir()
+        else {
+            ".npy": "npy",
+            ".npz": "npz",
+            ".csv": "csv",
+            ".parquet": "parquet",
+            ".pq": "parquet",
+        }.get(suffix)
+    )
+    if kind is None:
+        raise LabelwiseError(
+            f"--inputs: {p} is not a pile labelwise reads: give a .npy or .npz array, a .csv or "
+            f".parquet table, or a folder of images ({', '.join(IMAGE_SUFFIXES)})"
+        )
+    _only_for(kind, "npz", key=key)
+    _only_for(kind, ("csv", "parquet"), columns=columns, id_column=id_column)
+    _only_for(kind, "images", image=image)
+    if kind == "npy":
+        return _open_npy(p)
+    if kind == "npz":
+        return _open_npz(p, key)
+    if kind == "images":
+        return _open_images(p, image or ImageSpec())
+    if kind == "csv":
+        return _open_csv(p, columns, id_column)
+    return _open_parquet(p, columns, id_column)
+
+
+def _only_for(kind: str, kinds: str | tuple[str, ...], **given: Any) -> None:
+    allowed = (kinds,) if isinstance(kinds, str) else kinds
+    if kind in allowed:
+        return
+    for name, value in given.items():
+        if value is not None:
+            flag = "--" + name.replace("_", "-")
+            raise LabelwiseError(
+                f"{name} ({flag}) applies to {' and '.join(allowed)} piles, not to this {kind} pile"
+            )
+
+
+# ------------------------------------------------------------------------------ arrays
+
+
+def _array_pile(kind: str, path: Path, arr: NDArray[Any], info: dict[str, Any]) -> Pile:
+    if arr.ndim == 0:
+        raise LabelwiseError(f"--inputs: {path} holds a 0-d array; the first axis must be rows")
+    if arr.dtype.kind not in "biuf":
+        raise LabelwiseError(f"--inputs: {path} must hold real numbers, got dtype {arr.dtype}")
+
+    def read(sel: NDArray[np.int64] | slice) -> NDArray[Any]:
+        if isinstance(sel, slice):
+            return np.asarray(arr[sel], dtype=np.float32)
+        # sorted reads are kind to a memory map; put the rows back in the order asked
+        order = np.argsort(sel, kind="stable")
+        out = np.empty((sel.size, *arr.shape[1:]), dtype=np.float32)
+        out[order] = arr[sel[order]]
+        return out
+
+    return Pile(
+        kind=kind,
+        path=path,
+        shape=tuple(int(s) for s in arr.shape),
+        read=read,
+        ids=_RowNumbers(int(arr.shape[0])),
+        info=info,
+    )
+
+
+def _open_npy(path: Path) -> Pile:
+    from .io import load_array
+
+    return _array_pile("npy", path, load_array(path, "--inputs"), {})
+
+
+def _open_npz(path: Path, key: str | None) -> Pile:
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            keys = list(archive.files)
+            if key is None:
+                if len(keys) != 1:
+                    raise LabelwiseError(
+                        f"--inputs: {path} holds {len(keys)} arrays; choose one with --key "
+                        f"(keys: {', '.join(keys) or 'none'})"
+                    )
+                key = keys[0]
+            elif key not in keys:
+                raise LabelwiseError(
+                    f"--key {key!r} is not in {path}; its keys are: {', '.join(keys) or 'none'}"
+                )
+            arr = archive[key]
+    except LabelwiseError:
+        raise
+    except (ValueError, OSError, EOFError) as exc:
+        raise LabelwiseError(f"--inputs: {path} is not a readable .npz archive ({exc})") from None
+    return _array_pile("npz", path, arr, {"key": key})
+
+
+# ------------------------------------------------------------------------------ images
+
+
+def _image_files(root: Path) -> list[Path]:
+    found = [
+        f
+        for f in root.rglob("*")
+        if f.suffix.lower() in IMAGE_SUFFIXES and f.is_file() and not f.name.startswith(".")
+    ]
+    return sorted(found, key=lambda f: f.relative_to(root).as_posix())
+
+
+def _open_images(root: Path, spec: ImageSpec) -> Pile:
+    image_module = require("PIL.Image", "reading a folder of images", extra="images")
+    files = _image_files(root)
+    if not files:
+        raise LabelwiseError(
+            f"--inputs: the folder {root} holds no images ({', '.join(IMAGE_SUFFIXES)}, "
+            "searched recursively)"
+        )
+    ids = [f.relative_to(root).as_posix() for f in files]
+    for i in ids:
+        if "\n" in i or "\r" in i:
+            raise LabelwiseError(f"--inputs: an image path holds a line break: {i!r}; rename it")
+    if spec.size is None:
+        first: tuple[int, int] | None = None
+        for f in files:
+            w, h = _image_header(image_module, f)
+            if first is None:
+                first = (h, w)
+            elif (h, w) != first:
+                raise LabelwiseError(
+                    f"--inputs: images differ in size: {files[0]} is {first[0]}x{first[1]} "
+                    f"(HxW), {f} is {h}x{w}; give a size to resize them all "
+                    "(--image-size HxW)"
+                )
+        assert first is not None
+        height, width = first
+    else:
+        height, width = spec.size
+    chw = (spec.channels, height, width)
+    row_shape = chw if spec.layout == "chw" else (height, width, spec.channels)
+    mean = None if spec.mean is None else np.asarray(spec.mean, dtype=np.float32)
+    std = None if spec.std is None else np.asarray(spec.std, dtype=np.float32)
+    mode = "L" if spec.channels == 1 else "RGB"
+
+    def decode(f: Path) -> NDArray[np.float32]:
+        try:
+            with image_module.open(f) as img:
+                img.load()
+                img = img.convert(mode)
+                if img.size != (width, height):
+                    if spec.size is None:
+                        raise LabelwiseError(
+                            f"--inputs: {f} is {img.size[1]}x{img.size[0]}, not {height}x{width} "
+                            "like the others (did it change?); give --image-size HxW"
+                        )
+                    img = img.resize((width, height), image_module.Resampling.BILINEAR)
+                x = np.asarray(img, dtype=np.float32)
+        except LabelwiseError:
+            raise
+        except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError ...
+            raise LabelwiseError(f"--inputs: cannot decode image {f} ({exc})") from None
+        x = x.reshape(height, width, spec.channels) * np.float32(spec.scale)
+        if mean is not None:
+            x -= mean
+        if std is not None:
+            x /= std
+        return np.ascontiguousarray(x.transpose(2, 0, 1)) if spec.layout == "chw" else x
+
+    def read(sel: NDArray[np.int64] | slice) -> NDArray[Any]:
+        chosen = files[sel] if isinstance(sel, slice) else [files[int(i)] for i in sel]
+        out = np.empty((len(chosen), *row_shape), dtype=np.float32)
+        for j, f in enumerate(chosen):
+            out[j] = decode(f)
+        return out
+
+    info = {"root": str(root.resolve()), "preprocessing": spec.to_dict()}
+    return Pile(
+        kind="images",
+        path=root,
+        shape=(len(files), *row_shape),
+        read=read,
+        ids=ids,
+        info=info,
+    )
+
+
+def _image_header(image_module: Any, f: Path) -> tuple[int, int]:
+    """(width, height) from the file's header, without decoding the pixels."""
+    try:
+        with image_module.open(f) as img:
+            return int(img.size[0]), int(img.size[1])
+    except Exception as exc:
+        raise LabelwiseError(f"--inputs: cannot read image {f} ({exc})") from None
+
+
+# ------------------------------------------------------------------------------ tables
+
+
+def _check_ids(path: Path, ids: list[str], id_column: str) -> None:
+    seen: dict[str, int] = {}
+    dup: list[str] = []
+    for i in ids:
+        if "\n" in i or "\r" in i:
+            raise LabelwiseError(f"--inputs: {path} column {id_column!r} holds a line break: {i!r}")
+        seen[i] = seen.get(i, 0) + 1
+        if seen[i] == 2:
+            dup.append(i)
+    if dup:
+        raise LabelwiseError(
+            f"--inputs: {path} column {id_column!r} repeats ids, e.g. {dup[:5]}; "
+            "an id column must name each row once"
+        )
+
+
+def _table_columns(
+    path: Path,
+    header: list[str],
+    numeric: Callable[[str], bool],
+    columns: Sequence[str] | None,
+    id_column: str | None,
+) -> list[str]:
+    if id_column is not None and id_column not in header:
+        raise LabelwiseError(
+            f"--id-column {id_column!r} is not a column of {path}; columns: {', '.join(header)}"
+        )
+    if columns is None:
+        chosen = [c for c in header if c != id_column and numeric(c)]
+        if not chosen:
+            raise LabelwiseError(f"--inputs: {path} has no numeric column; columns: {header}")
+        return chosen
+    chosen = list(columns)
+    unknown = [c for c in chosen if c not in header]
+    if unknown:
+        raise LabelwiseError(
+            f"--columns: {', '.join(map(repr, unknown))} not in {path}; columns: "
+            f"{', '.join(header)}"
+        )
+    if not chosen:
+        raise LabelwiseError("--columns must name at least one column")
+    return chosen
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def _open_csv(path: Path, columns: Sequence[str] | None, id_column: str | None) -> Pile:
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            body = [r for r in reader if r and any(c.strip() for c in r)]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise LabelwiseError(f"--inputs: cannot read {path} ({exc})") from None
+    if not header:
+        raise LabelwiseError(f"--inputs: {path} is empty; a CSV pile needs a header row")
+    header = [h.strip() for h in header]
+    if not body:
+        raise LabelwiseError(f"--inputs: {path} has a header but no rows")
+    where = {name: j for j, name in enumerate(header)}
+
+    def numeric(name: str) -> bool:
+        j = where[name]
+        return len(body[0]) > j and _is_number(body[0][j])
+
+    chosen = _table_columns(path, header, numeric, columns, id_column)
+    idx = [where[c] for c in chosen]
+    data = np.empty((len(body), len(chosen)), dtype=np.float32)
+    for r, rec in enumerate(body):
+        for k, j in enumerate(idx):
+            text = rec[j].strip() if j < len(rec) else ""
+            try:
+                v = float(text)
+            except ValueError:
+                v = math.nan
+            if not math.isfinite(v):
+                raise LabelwiseError(
+                    f"--inputs: {path} row {r} (line {r + 2}) column {chosen[k]!r} is not a "
+                    f"finite number: {text!r}"
+                )
+            data[r, k] = v
+    ids: Sequence[str] = _RowNumbers(len(body))
+    if id_column is not None:
+        j = where[id_column]
+        ids = [rec[j].strip() if j < len(rec) else "" for rec in body]
+        _check_ids(path, list(ids), id_column)
+    return _table_pile("csv", path, data, ids, chosen, id_column)
+
+
+def _table_pile(
+    kind: str,
+    path: Path,
+    data: NDArray[np.float32],
+    ids: Sequence[str],
+    chosen: list[str],
+    id_column: str | None,
+) -> Pile:
+    pile = _array_pile(kind, path, data, {"columns": chosen, "id_column": id_column})
+    return Pile(kind=kind, path=path, shape=pile.shape, read=pile._read, ids=ids, info=pile._info)
+
+
+def _open_parquet(path: Path, columns: Sequence[str] | None, id_column: str | None) -> Pile:
+    pq = require("pyarrow.parquet", "reading a Parquet pile", extra="tables")
+    pa = require("pyarrow", "reading a Parquet pile", extra="tables")
+    try:
+        schema = pq.read_schema(path)
+    except Exception as exc:
+        raise LabelwiseError(f"--inputs: {path} is not a readable Parquet file ({exc})") from None
+    header = list(schema.names)
+
+    def numeric(name: str) -> bool:
+        t = schema.field(name).type
+        return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t))
+
+    chosen = _table_columns(path, header, numeric, columns, id_column)
+    wanted = chosen + ([id_column] if id_column is not None and id_column not in chosen else [])
+    try:
+        table = pq.read_table(path, columns=wanted)
+    except Exception as exc:
+        raise LabelwiseError(f"--inputs: cannot read {path} ({exc})") from None
+    n = table.num_rows
+    if n == 0:
+        raise LabelwiseError(f"--inputs: {path} has no rows")
+    data = np.empty((n, len(chosen)), dtype=np.float32)
+    for k, name in enumerate(chosen):
+        col = table.column(name)
+        if not numeric(name):
+            raise LabelwiseError(
+                f"--columns: column {name!r} of {path} is not numeric ({schema.field(name).type})"
+            )
+        if col.null_count:
+            nulls = np.flatnonzero(np.asarray(col.is_null().to_numpy(zero_copy_only=False)))
+            raise LabelwiseError(
+                f"--inputs: {path} row {int(nulls[0])} column {name!r} is empty (null)"
+            )
+        values = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            raise LabelwiseError(
+                f"--inputs: {path} row {int(bad[0])} column {name!r} is not a finite number: "
+                f"{values[bad[0]]}"
+            )
+        data[:, k] = values
+    ids: Sequence[str] = _RowNumbers(n)
+    if id_column is not None:
+        ids = ["" if v is None else str(v) for v in table.column(id_column).to_pylist()]
+        _check_ids(path, list(ids), id_column)
+    return _table_pile("parquet", path, data, ids, chosen, id_column)
