@@ -364,3 +364,24 @@ def test_round_trip_selection_equals_hand_written_labels(
     assert code == 0, err
     assert json.loads(via_ls) == json.loads(by_hand)
     assert json.loads(by_hand)["n_labelled"] == 25
+
+
+def test_import_never_changes_a_recorded_label(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _campaign(pile, "camp", capsys)
+    y = pile["y"]
+    tasks = _export(d, capsys)
+    (d / "export.json").write_text(json.dumps(_full_export(tasks, y)))
+    assert _run(["import", d, d / "export.json"], capsys)[0] == 0
+    (d / "labels.csv").unlink()  # e.g. the first labels were given from another file
+    before = (d / "campaign.state.json").read_bytes()
+    r = tasks[0]["data"]["labelwise_row"]
+    doc = _full_export(tasks[:1], y)
+    doc[0]["annotations"] = [_annotation(NAMES[(y[r] + 1) % C])]
+    (d / "again.json").write_text(json.dumps(doc))
+    code, out, err = _run(["import", d, d / "again.json"], capsys)
+    assert code == 2 and out == ""
+    assert f"row {r}: {y[r]} -> {(y[r] + 1) % C}" in err and "nothing written" in err
+    assert (d / "campaign.state.json").read_bytes() == before
+    assert not (d / "labels.csv").exists()

@@ -332,3 +332,33 @@ def test_chromium_command_line_screenshot(
 
     pixels = np.asarray(Image.open(shot).convert("L"), dtype=float)
     assert pixels.shape == (1200, 1000) and pixels.std() > 20
+
+
+def test_ranking_selection_reports_its_ranking(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    y = pile["y"]
+    rng = np.random.default_rng(3)
+    preds = np.stack([np.where(rng.random(N) < q, y, (y + 1) % C) for q in (0.9, 0.6)])
+    np.save(pile["dir"] / "preds.npy", preds)
+    d = pile["dir"] / "sds"
+    code, _, err = _run(
+        ["select", "--method", "sds", "--budget", "30", "--predictions", pile["dir"] / "preds.npy",
+         "--seed", "0", "--out", d],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    _write_labels(d / "labels.csv", _to_label(d), y)
+    code, _, err = _run(["report", d], capsys)
+    assert code == 2 and "has no accuracy estimate; run 'labelwise rank" in err
+    code, _, err = _run(["rank", d, "--labels", d / "labels.csv", "--names", "a,b"], capsys)
+    assert code == 0, err
+    ranking = json.loads((d / "ranking.json").read_text())["ranking"]
+    page = build_report(d)
+    p = _parse(page)
+    assert p.sections == ["estimate", "labels", "ranking", "method", "sources"]
+    assert "ranks models: it has no estimate" in page and not p.numbers
+    for m, name in enumerate(["a", "b"]):
+        assert re.search(
+            rf"<td>{name}</td>.*?<td class=\"n\">{ranking['prob_best'][m]:.3f}</td></tr>", page
+        )

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from . import __version__
+from . import __version__, registry
 from ._json import jsonable
 from ._plotting import pyplot
 from ._results import Estimate, Selection
@@ -53,7 +53,8 @@ class ReportData:
 
     directory: Path
     kind: str  # "selection" or "campaign"
-    estimate: Estimate
+    estimate: Estimate | None  # None: a ranking selection (SDS, DDG, ...) has no estimator
+    confidence: float
     n_labels: int
     label_kind: str
     history: list[tuple[int, float, float, float]]  # (labels, value, ci_low, ci_high)
@@ -165,6 +166,7 @@ def _campaign_data(d: Path, conf: float) -> ReportData:
         directory=d,
         kind="campaign",
         estimate=est,
+        confidence=conf,
         n_labels=camp.n_recorded,
         label_kind=kind,
         history=history,
@@ -190,16 +192,27 @@ def _selection_data(
             "import' a Label Studio export"
         )
     kind, values = ws.read_labels(path, sel)
-    scores, metric = selection_scores(ws, sel, kind, values, predictions=predictions)
-    est = estimate_selection(sel, scores, confidence=conf, metric=metric)
+    est: Estimate | None = None
+    history: list[tuple[int, float, float, float]] = []
+    if registry.get(sel.method).estimator is not None:
+        scores, metric = selection_scores(ws, sel, kind, values, predictions=predictions)
+        est = estimate_selection(sel, scores, confidence=conf, metric=metric)
 
-    def at(k: int) -> Estimate:
-        return estimate_selection(_prefix(sel, k), scores[:k], confidence=conf, metric=metric)
+        def at(k: int) -> Estimate:
+            return estimate_selection(_prefix(sel, k), scores[:k], confidence=conf, metric=metric)
 
-    history = _history(sel.budget, at)
+        history = _history(sel.budget, at)
+    elif not (d / RANKING).is_file():
+        raise LabelwiseError(
+            f"DIR {d}: a {sel.method} selection ranks models and has no accuracy estimate; "
+            f"run 'labelwise rank {d} --labels {path}' first, then the report shows its ranking"
+        )
     per_class: list[dict[str, Any]] = []
     names = ws.classes()
-    if kind == "label" and (predictions is not None or ws.has_source("probs")):
+    one_model = predictions is not None or (
+        ws.has_source("probs") and len(ws.sources["probs"].get("shape", [])) in (1, 2)
+    )
+    if kind == "label" and one_model:
         picked, _ = selection_predictions(ws, sel, predictions)
         if picked.ndim == 2:
             pred, n_classes = picked.argmax(axis=1), int(picked.shape[1])
@@ -210,8 +223,8 @@ def _selection_data(
     method = {
         "kind": "selection",
         "method": sel.method,
-        "estimator": est.method,
-        "interval": est.interval,
+        "estimator": est.method if est is not None else "none (a ranking method)",
+        "interval": est.interval if est is not None else "",
         "confidence": conf,
         "pile size": sel.population_size,
         "rows selected": sel.budget,
@@ -222,6 +235,7 @@ def _selection_data(
         directory=d,
         kind="selection",
         estimate=est,
+        confidence=conf,
         n_labels=int(values.size),
         label_kind=kind,
         history=history,
@@ -354,15 +368,7 @@ def _num(key: str, value: float | None, digits: int = 4) -> str:
 
 def render(data: ReportData, *, now: _dt.datetime | None = None) -> str:
     """The HTML page for ``data``."""
-    est = data.estimate
     when = (now or _dt.datetime.now(_dt.timezone.utc)).replace(microsecond=0).isoformat()
-    pct = f"{est.confidence * 100:g}%"
-    ess = est.effective_sample_size
-    ess_html = (
-        _num("effective_sample_size", ess, 1)
-        if ess is not None
-        else f"not reported by the {_e(est.method)} estimator"
-    )
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -371,22 +377,8 @@ def render(data: ReportData, *, now: _dt.datetime | None = None) -> str:
         f"<style>{_CSS}</style></head><body><main>",
         f"<h1>labelwise report: {_e(data.directory.name)}</h1>",
         f'<p class="muted">{_e(data.kind)} in <code>{_e(data.directory.resolve())}</code></p>',
-        '<section id="estimate"><h2>Estimate</h2>',
-        f'<div class="big">{_num("value", est.value)}</div>',
-        f"<p>{_e(est.metric)} of the model on the whole pile"
-        + (f" of {est.population_size:,} rows" if est.population_size else "")
-        + f", {pct} interval [{_num('ci_low', est.ci_low)}, {_num('ci_high', est.ci_high)}]"
-        f" ({_e(est.interval)}), standard error {_num('std_error', est.std_error)}.</p>",
-        f"<p>From {_num_int('n_labelled', est.n_labelled)} labels; effective sample size "
-        f"{ess_html}.</p>",
     ]
-    for note in [*est.notes, *data.notes]:
-        parts.append(f'<p class="note">{_e(note)}</p>')
-    parts.append(
-        '<script type="application/json" id="estimate-json">'
-        + json.dumps(jsonable(est.to_dict()), allow_nan=False).replace("</", "<\\/")
-        + "</script></section>"
-    )
+    parts += _estimate_section(data)
     parts += _labels_section(data)
     parts += _history_section(data)
     parts += _per_class_section(data)
@@ -400,16 +392,59 @@ def render(data: ReportData, *, now: _dt.datetime | None = None) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _estimate_section(data: ReportData) -> list[str]:
+    est = data.estimate
+    out = ['<section id="estimate"><h2>Estimate</h2>']
+    if est is None:
+        out.append(
+            f"<p>A {_e(data.method.get('method'))} selection ranks models: it has no estimate "
+            "of one model's accuracy on the pile (see the ranking below).</p>"
+        )
+    else:
+        pct = f"{est.confidence * 100:g}%"
+        ess = est.effective_sample_size
+        ess_html = (
+            _num("effective_sample_size", ess, 1)
+            if ess is not None
+            else f"not reported by the {_e(est.method)} estimator"
+        )
+        out += [
+            f'<div class="big">{_num("value", est.value)}</div>',
+            f"<p>{_e(est.metric)} of the model on the whole pile"
+            + (f" of {est.population_size:,} rows" if est.population_size else "")
+            + f", {pct} interval [{_num('ci_low', est.ci_low)}, {_num('ci_high', est.ci_high)}]"
+            f" ({_e(est.interval)}), standard error {_num('std_error', est.std_error)}.</p>",
+            f"<p>From {_num_int('n_labelled', est.n_labelled)} labels; effective sample size "
+            f"{ess_html}.</p>",
+        ]
+        if est.metric == "1-MSE":
+            mse, lo, hi = 1 - est.value, 1 - est.ci_high, 1 - est.ci_low
+            out.append(
+                f"<p>MSE {_fmt(mse)} ({pct} interval [{_fmt(lo)}, {_fmt(hi)}]), RMSE "
+                f"{_fmt(math.sqrt(max(mse, 0.0)))}.</p>"
+            )
+    for note in [*(est.notes if est is not None else ()), *data.notes]:
+        out.append(f'<p class="note">{_e(note)}</p>')
+    if est is not None:
+        out.append(
+            '<script type="application/json" id="estimate-json">'
+            + json.dumps(jsonable(est.to_dict()), allow_nan=False).replace("</", "<\\/")
+            + "</script>"
+        )
+    out.append("</section>")
+    return out
+
+
 def _num_int(key: str, value: int) -> str:
     return f'<span class="num" data-key="{_e(key)}" data-value="{value}">{value:,}</span>'
 
 
 def _labels_section(data: ReportData) -> list[str]:
     est = data.estimate
+    ess = None if est is None else est.effective_sample_size
     what = {"label": "class labels", "target": "regression targets", "score": "scores"}.get(
         data.label_kind, data.label_kind or "labels"
     )
-    ess = est.effective_sample_size
     worth = (
         f"they are worth about {ess:,.0f} labels drawn at random (effective sample size: "
         "n &times; Var<sub>SRS</sub> / Var<sub>design</sub>)."
@@ -449,9 +484,11 @@ def _no_plot() -> str:
 
 def _history_section(data: ReportData) -> list[str]:
     h = data.history
+    if data.estimate is None:
+        return []
     out = ['<section id="history"><h2>Estimate against labels so far</h2>']
     out.append(
-        f'<p class="muted">The estimate and its {data.estimate.confidence * 100:g}% interval '
+        f'<p class="muted">The estimate and its {data.confidence * 100:g}% interval '
         f"after the first k labels, in {_e(data.history_order)}, recomputed with the same "
         "estimator.</p>"
     )
@@ -467,7 +504,7 @@ def _history_section(data: ReportData) -> list[str]:
             hi[finite],
             color="#9ec5ec",
             alpha=0.6,
-            label=f"{data.estimate.confidence * 100:g}% interval",
+            label=f"{data.confidence * 100:g}% interval",
         )
         ax.plot(k, v, color="#14365c", marker="o", ms=3, label="estimate")
         ax.set_xlabel("labels")
@@ -503,7 +540,7 @@ def _fmt(x: float) -> str:
 def _per_class_section(data: ReportData) -> list[str]:
     if not data.per_class:
         return []
-    pct = f"{data.estimate.confidence * 100:g}%"
+    pct = f"{data.confidence * 100:g}%"
     out = [
         '<section id="per-class"><h2>Per-class accuracy</h2>',
         '<p class="muted">Among the labelled rows of each true class: the share the model '
@@ -550,11 +587,17 @@ def _ranking_section(data: ReportData) -> list[str]:
     best = r.get("prob_best")
     conf = r.get("confidence")
     pct = f"{float(conf) * 100:g}% " if isinstance(conf, int | float) else ""
+    how = (
+        "accuracy on the labelled rows"
+        if r.get("method") in (None, "labelled")
+        else f"{r.get('method')} estimate of the accuracy on the pile"
+    )
     out = [
         '<section id="ranking"><h2>Models ranked</h2>',
-        f'<p class="muted">{len(names)} models on {_e(r.get("n_labelled", "?"))} labelled '
-        f"rows ({_e(r.get('method', ''))}); P(best): the probability that the model is the "
-        "best (bootstrap or posterior draws).</p>",
+        f'<p class="muted">From <code>{RANKING}</code> (written by <code>labelwise rank</code>):'
+        f" {len(names)} models on {_e(r.get('n_labelled', '?'))} labelled rows, {_e(how)}; "
+        "P(best): the probability that the model is the best (paired bootstrap, or posterior "
+        "draws for a consensus-PPI ranking).</p>",
         '<table><tr><th class="n">rank</th><th>model</th><th class="n">accuracy</th>'
         f'<th class="n">{pct}interval</th><th class="n">P(best)</th></tr>',
     ]

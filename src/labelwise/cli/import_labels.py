@@ -101,10 +101,13 @@ def cmd_import(args: argparse.Namespace) -> int:
     ws = open_workspace(args.dir, held)
     names = class_names(ws)
     ans = read_label_studio_export(args.export, names)
+    recorded: dict[int, Any] = {}
     if held == "campaign":
         from .campaign import CampaignState
 
-        allowed = set(CampaignState.open(args.dir).camp.proposed.tolist())
+        st = CampaignState.open(args.dir)
+        allowed = set(st.camp.proposed.tolist())
+        recorded = st.labels
     else:
         allowed = set(waiting.tolist())
     outside = sorted(r for r in ans.labels if r not in allowed)
@@ -117,7 +120,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             f"'labelwise export {args.dir}' wrote"
         )
     path = args.dir / LABELS
-    merged = _merge(path, usable)
+    merged = _merge(path, usable, recorded)
     ws.write_labels(np.asarray(list(merged)), np.asarray(list(merged.values())))
     print("\n".join(lines))
     print(f"  wrote {path} ({len(merged)} labels)")
@@ -143,8 +146,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _merge(path: Path, new: dict[int, int]) -> dict[int, int]:
-    """DIR/labels.csv's labels and the new ones; a row labelled differently is an error."""
+def _merge(path: Path, new: dict[int, int], recorded: dict[int, Any]) -> dict[int, int]:
+    """DIR/labels.csv's labels and the new ones; a row labelled differently is an error.
+
+    ``recorded``: a campaign's recorded labels, which cannot change either (checked here so
+    that nothing is written when they would).
+    """
     old: dict[int, int] = {}
     if path.is_file():
         rows, kind, values = read_labels_csv(path)
@@ -159,8 +166,16 @@ def _merge(path: Path, new: dict[int, int]) -> dict[int, int]:
             f"row {r}: {a} in {path.name}, {b} in the export" for r, a, b in clash[:5]
         )
         raise LabelwiseError(
-            f"{len(clash)} rows are labelled differently in {path} and in the export: {shown}; "
+            f"{_n(len(clash), 'row')} labelled differently in {path} and in the export: {shown}; "
             "a label cannot change (fix one of them)"
+        )
+    changed = [(r, recorded[r], c) for r, c in new.items() if r in recorded and recorded[r] != c]
+    if changed:
+        shown = "; ".join(f"row {r}: {a} -> {b}" for r, a, b in changed[:5])
+        raise LabelwiseError(
+            f"{_n(len(changed), 'row')} of the export recorded by the campaign with another "
+            f"label: {shown}; a recorded label cannot change (start a new campaign to relabel); "
+            "nothing written"
         )
     merged = {**old, **new}
     return dict(sorted(merged.items()))
