@@ -96,6 +96,11 @@ def cmd_export(args: argparse.Namespace) -> int:
         hint = f"labelwise next {args.dir}" if held == "campaign" else "labelwise select"
         raise LabelwiseError(f"DIR {args.dir} has no rows waiting for labels; run '{hint}'")
     ws = open_workspace(args.dir, held)
+    if held == "campaign" and not ws.has_source("probs"):
+        raise LabelwiseError(
+            f"DIR {args.dir} holds a regression campaign; Label Studio tasks from labelwise "
+            "ask for a class (Choices), so label its rows in a CSV (row,target) instead"
+        )
     tasks, config = label_studio_tasks(
         ws, rows, image_url_prefix=args.image_url_prefix, model_version=args.model_version
     )
