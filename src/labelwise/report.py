@@ -423,7 +423,7 @@ def _estimate_section(data: ReportData) -> list[str]:
                 f"<p>MSE {_fmt(mse)} ({pct} interval [{_fmt(lo)}, {_fmt(hi)}]), RMSE "
                 f"{_fmt(math.sqrt(max(mse, 0.0)))}.</p>"
             )
-    for note in [*(est.notes if est is not None else ()), *data.notes]:
+    for note in dict.fromkeys([*(est.notes if est is not None else ()), *data.notes]):
         out.append(f'<p class="note">{_e(note)}</p>')
     if est is not None:
         out.append(
