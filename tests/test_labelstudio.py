@@ -249,7 +249,10 @@ def test_import_with_nothing_usable_is_an_error(
     (d / "export.json").write_text(json.dumps(doc))
     code, out, err = _run(["import", d, d / "export.json"], capsys)
     assert code == 2 and out == ""
-    assert "no usable labels from 30 Label Studio tasks" in err
+    assert "imported 0 labels from 30 Label Studio tasks (JSON export); 30 tasks not used" in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"labelwise: error: no usable labels in {d / 'export.json'} (see above)")
+    assert last.endswith("'labelwise export " + str(d) + "' wrote?")
     assert "29 tasks whose every annotation was cancelled" in err
     assert "1 unknown choice, not used" in err and "'zebra'" in err
     assert "Traceback" not in err
@@ -385,3 +388,26 @@ def test_import_never_changes_a_recorded_label(
     assert f"row {r}: {y[r]} -> {(y[r] + 1) % C}" in err and "nothing written" in err
     assert (d / "campaign.state.json").read_bytes() == before
     assert not (d / "labels.csv").exists()
+
+
+def test_json_min_import_into_a_campaign_names_rows_missing_from_the_export(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _campaign(pile, "camp", capsys)
+    tasks = _export(d, capsys)
+    y = pile["y"]
+    records = [
+        {**t["data"], "id": i + 1, "label": NAMES[y[t["data"]["labelwise_row"]]],
+         "annotator": 1, "annotation_id": i, "created_at": "2026-03-01T10:00:00Z",
+         "updated_at": "2026-03-01T10:00:00Z", "lead_time": 1.0}
+        for i, t in enumerate(tasks)
+    ]  # fmt: skip
+    gone = records.pop(5)[
+        "labelwise_row"
+    ]  # JSON-MIN leaves out a task whose annotation was cancelled
+    (d / "min.json").write_text(json.dumps(records))
+    code, out, err = _run(["import", d, d / "min.json"], capsys)
+    assert code == 0, err
+    assert "imported 29 labels from 29 Label Studio tasks (JSON-MIN export)" in out
+    assert "1 row awaiting labels has no task in the export" in out and f": {gone}\n" in out
+    assert "29 new labels; 29 labelled, 1 awaiting labels" in out

@@ -205,7 +205,8 @@ class LabelStudioAnswers:
     ``unknown`` lists ``(row, choice)`` for choices that are no class; ``ambiguous`` lists
     ``(row, choices)`` for annotations with several choices; ``several`` lists the rows whose
     task had several usable annotations that disagree (the latest was taken); ``no_row``
-    counts tasks without a labelwise row (not exported by labelwise).
+    counts tasks without a labelwise row (not exported by labelwise); ``seen`` holds every
+    row that has a task in the export.
     """
 
     format: str
@@ -216,6 +217,7 @@ class LabelStudioAnswers:
     ambiguous: list[tuple[int, list[str]]] = field(default_factory=list)
     several: list[int] = field(default_factory=list)
     no_row: int = 0
+    seen: set[int] = field(default_factory=set)
 
 
 def read_label_studio_export(
@@ -247,6 +249,7 @@ def read_label_studio_export(
             out.no_row += 1
             continue
         answers.setdefault(row, [])
+        out.seen.add(row)
         if full:
             anns = task.get("annotations", task.get("completions")) or []
             for k, ann in enumerate(anns):

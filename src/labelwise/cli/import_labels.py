@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -113,11 +114,18 @@ def cmd_import(args: argparse.Namespace) -> int:
     outside = sorted(r for r in ans.labels if r not in allowed)
     usable = {r: c for r, c in ans.labels.items() if r in allowed}
     lines = summarize(ans, len(usable), outside, names)
+    absent = [int(r) for r in waiting if int(r) not in ans.seen]
+    if absent and held == "campaign":
+        lines.append(
+            f"  {_n(len(absent), 'row')} awaiting labels {'has' if len(absent) == 1 else 'have'} "
+            f"no task in the export (not exported yet, or left out: JSON-MIN drops cancelled "
+            f"tasks): {_rows(absent)}"
+        )
     if not usable:
+        print("\n".join(lines), file=sys.stderr)
         raise LabelwiseError(
-            "\n".join(lines).replace("imported 0 labels", "no usable labels", 1)
-            + f"\n  nothing written; check that {args.export} is the export of the tasks "
-            f"'labelwise export {args.dir}' wrote"
+            f"no usable labels in {args.export} (see above); nothing written. Is it Label "
+            f"Studio's export of the tasks 'labelwise export {args.dir}' wrote?"
         )
     path = args.dir / LABELS
     merged = _merge(path, usable, recorded)
