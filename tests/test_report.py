@@ -219,6 +219,11 @@ def test_campaign_report_numbers_equal_estimate_json(
     assert p.sections == ["estimate", "labels", "history", "per-class", "method", "sources"]
     assert ">bee</td>" in page
     data = report_data(d)
+    assert len(data.labelled) == 50 and page.count("<td>yes</td>") + page.count("<td>no</td>") == 50
+    for e in data.labelled:
+        r = e["row"]
+        assert e["label"] == ["ant", "bee", "cow"][pile["y"][r]]
+        assert e["correct"] == (int(pile["probs"][r].argmax()) == pile["y"][r])
     assert data.history[-1][1:] == (est["value"], est["ci_low"], est["ci_high"])
     assert data.history[-1][0] == 50
     # the interval narrows: the last half-width is below the first's

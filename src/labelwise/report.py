@@ -45,6 +45,7 @@ from .workspace import CAMPAIGN, LABELS, RANKING, Workspace
 __all__ = ["ReportData", "build_report", "report_data"]
 
 _HISTORY_POINTS = 40  # at most this many prefixes on the estimate-vs-labels curve
+_LABELS_SHOWN = 2000  # at most this many labels listed
 
 
 @dataclass
@@ -66,6 +67,7 @@ class ReportData:
     labels_file: dict[str, Any] | None
     notes: list[str] = field(default_factory=list)
     class_names: tuple[str, ...] | None = None
+    labelled: list[dict[str, Any]] = field(default_factory=list)  # one entry per label
 
 
 # ------------------------------------------------------------------------------ numbers
@@ -135,24 +137,26 @@ def _campaign_data(d: Path, conf: float) -> ReportData:
             "labels.csv' (or 'labelwise import' a Label Studio export) first"
         )
     est = camp.estimate(confidence=conf)
-    rows = camp.to_dict()["recorded_rows"]  # proposal order
+    c = camp.to_dict()
+    rows = c["recorded_rows"]  # proposal order
     history = _history(len(rows), lambda k: camp.recorded_prefix(k).estimate(confidence=conf))
     kind = str(lab.get("kind") or "")
     per_class: list[dict[str, Any]] = []
     names = ws.classes()
+    r = np.asarray(rows, dtype=np.int64)
+    given = np.asarray([recorded.get(int(x), np.nan) for x in r])
+    pred = None
     if kind == "label" and probs is not None:
-        r = np.asarray(rows, dtype=np.int64)
-        truth = np.asarray([recorded[int(x)] for x in r], dtype=np.int64)
+        truth = given.astype(np.int64)
         pred = np.asarray(probs[np.sort(r)])[np.argsort(np.argsort(r))].argmax(axis=1)
         per_class = _per_class(truth, pred, int(probs.shape[1]), names, conf)
-    c = camp.to_dict()
     method = {
         "kind": "campaign",
         "method": camp.method,
         "requested method": camp.requested_method,
         "task": camp.task,
         "pile size": camp.population_size,
-        "strata": c["stratum_sizes"].__len__(),
+        "strata": len(c["stratum_sizes"]),
         "n_strata (max)": camp.n_strata,
         "min_stratum_size": camp.min_stratum_size,
         "batches proposed": c["n_batches"],
@@ -177,6 +181,7 @@ def _campaign_data(d: Path, conf: float) -> ReportData:
         sources=ws.sources,
         labels_file=None,
         class_names=names,
+        labelled=_labelled(r, given, pred, kind, names, ws.row_ids()),
     )
 
 
@@ -209,9 +214,10 @@ def _selection_data(
         )
     per_class: list[dict[str, Any]] = []
     names = ws.classes()
-    one_model = predictions is not None or (
+    one_model = (predictions is not None and est is not None) or (
         ws.has_source("probs") and len(ws.sources["probs"].get("shape", [])) in (1, 2)
     )
+    pred = None
     if kind == "label" and one_model:
         picked, _ = selection_predictions(ws, sel, predictions)
         if picked.ndim == 2:
@@ -239,14 +245,39 @@ def _selection_data(
         n_labels=int(values.size),
         label_kind=kind,
         history=history,
-        history_order="selection order (every prefix of a sequential selection is one)",
+        history_order="selection order",
         per_class=per_class,
         ranking=None,
         method=method,
         sources=ws.sources,
         labels_file={"path": str(path.resolve()), "sha256": file_digest(path)},
         class_names=names,
+        labelled=_labelled(sel.indices, values, pred, kind, names, ws.row_ids()),
     )
+
+
+def _labelled(
+    rows: NDArray[np.int64],
+    values: NDArray[Any],
+    pred: NDArray[Any] | None,
+    kind: str,
+    names: Sequence[str] | None,
+    ids: list[str] | None,
+) -> list[dict[str, Any]]:
+    """One entry per label: row, id, the label (a class name for classes), the model's class."""
+
+    def name(c: int) -> str:
+        return names[c] if names is not None and 0 <= c < len(names) else str(c)
+
+    out = []
+    for i, (r, v) in enumerate(zip(rows.tolist(), values.tolist(), strict=True)):
+        e: dict[str, Any] = {"row": r, "id": ids[r] if ids is not None and r < len(ids) else ""}
+        e["label"] = name(int(v)) if kind == "label" else f"{float(v):.6g}"
+        if pred is not None:
+            e["model"] = name(int(pred[i]))
+            e["correct"] = int(pred[i]) == int(v)
+        out.append(e)
+    return out
 
 
 def _prefix(sel: Selection, k: int) -> Selection:
@@ -460,6 +491,33 @@ def _labels_section(data: ReportData) -> list[str]:
             f'<p class="muted">from <code>{_e(data.labels_file["path"])}</code> (sha256 '
             f"<code>{_e(data.labels_file['sha256'])}</code>)</p>"
         )
+    if data.labelled:
+        shown = data.labelled[:_LABELS_SHOWN]
+        more = len(data.labelled) - len(shown)
+        has_id = any(e["id"] for e in shown)
+        has_model = "model" in shown[0]
+        rows.append(
+            f"<details><summary>the {len(shown):,} labels"
+            + (f" (of {len(data.labelled):,}: the first ones)" if more else "")
+            + '</summary><table><tr><th class="n">row</th>'
+            + ("<th>id</th>" if has_id else "")
+            + "<th>label</th>"
+            + ("<th>model</th><th>correct</th>" if has_model else "")
+            + "</tr>"
+        )
+        for e in shown:
+            rows.append(
+                f'<tr><td class="n">{e["row"]}</td>'
+                + (f"<td><code>{_e(e['id'])}</code></td>" if has_id else "")
+                + f"<td>{_e(e['label'])}</td>"
+                + (
+                    f"<td>{_e(e['model'])}</td><td>{'yes' if e['correct'] else 'no'}</td>"
+                    if has_model
+                    else ""
+                )
+                + "</tr>"
+            )
+        rows.append("</table></details>")
     rows.append("</section>")
     return rows
 
