@@ -88,7 +88,9 @@ def _campaign(pile: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> tuple
     for _ in range(2):
         assert _run(["next", d, "--batch", "25"], capsys)[0] == 0
         labels = _write_labels(pile["dir"] / "labels.csv", _to_label(d), pile["y"])
-        code, out, err = _run(["estimate", d, "--labels", labels, "--json"], capsys)
+        code, out, err = _run(
+            ["estimate", d, "--labels", labels, "--json", "--until-halfwidth", "0.01"], capsys
+        )
         assert code == 0, err
     return d, json.loads(out)
 
@@ -216,6 +218,8 @@ def test_campaign_report_numbers_equal_estimate_json(
     p = _check_numbers(page, est)
     _no_network(page, p)
     assert float(p.numbers["effective_sample_size"]) == est["effective_sample_size"]
+    assert float(p.numbers["anytime_ci_low"]) == est["anytime"]["ci_low"]
+    assert float(p.numbers["anytime_ci_high"]) == est["anytime"]["ci_high"]
     assert p.sections == ["estimate", "labels", "history", "per-class", "method", "sources"]
     assert ">bee</td>" in page
     data = report_data(d)

@@ -68,6 +68,7 @@ class ReportData:
     notes: list[str] = field(default_factory=list)
     class_names: tuple[str, ...] | None = None
     labelled: list[dict[str, Any]] = field(default_factory=list)  # one entry per label
+    anytime: Estimate | None = None  # a campaign's anytime-valid interval (confidence sequence)
 
 
 # ------------------------------------------------------------------------------ numbers
@@ -137,6 +138,7 @@ def _campaign_data(d: Path, conf: float) -> ReportData:
             "labels.csv' (or 'labelwise import' a Label Studio export) first"
         )
     est = camp.estimate(confidence=conf)
+    anytime = None if camp.method == "active" else camp.estimate(anytime=True, confidence=conf)
     c = camp.to_dict()
     rows = c["recorded_rows"]  # proposal order
     history = _history(len(rows), lambda k: camp.recorded_prefix(k).estimate(confidence=conf))
@@ -182,6 +184,7 @@ def _campaign_data(d: Path, conf: float) -> ReportData:
         labels_file=None,
         class_names=names,
         labelled=_labelled(r, given, pred, kind, names, ws.row_ids()),
+        anytime=anytime,
     )
 
 
@@ -448,6 +451,14 @@ def _estimate_section(data: ReportData) -> list[str]:
             f"<p>From {_num_int('n_labelled', est.n_labelled)} labels; effective sample size "
             f"{ess_html}.</p>",
         ]
+        if data.anytime is not None:
+            a = data.anytime
+            out.append(
+                f"<p>Anytime-valid {pct} interval [{_num('anytime_ci_low', a.ci_low)}, "
+                f"{_num('anytime_ci_high', a.ci_high)}] ({_e(a.interval)}): a confidence "
+                "sequence, valid however often the estimate is looked at and whenever labelling "
+                "stops (what <code>--until-halfwidth</code> uses).</p>"
+            )
         if est.metric == "1-MSE":
             mse, lo, hi = 1 - est.value, 1 - est.ci_high, 1 - est.ci_low
             out.append(
