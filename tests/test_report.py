@@ -371,3 +371,25 @@ def test_ranking_selection_reports_its_ranking(
         assert re.search(
             rf"<td>{name}</td>.*?<td class=\"n\">{ranking['prob_best'][m]:.3f}</td></tr>", page
         )
+
+
+def test_recorded_prefix_is_the_campaign_with_only_those_labels(pile: dict[str, Any]) -> None:
+    acts = np.load(pile["dir"] / "acts.npy")
+    probs, y = pile["probs"], pile["y"]
+
+    def started() -> lw.Campaign:
+        camp = lw.Campaign(acts, probs, rng=7)
+        camp.propose(60)
+        return camp
+
+    full, part = started(), started()
+    rows = full.proposed.copy()
+    correct = (probs[rows].argmax(axis=1) == y[rows]).astype(float)
+    full.record(rows, correct)
+    part.record(rows[:35], correct[:35])
+    prefix = full.recorded_prefix(35)
+    assert prefix.n_recorded == 35 and full.n_recorded == 60
+    assert prefix.estimate() == part.estimate()
+    assert full.recorded_prefix(60).estimate() == full.estimate()
+    with pytest.raises(lw.exceptions.LabelwiseError, match="n must be"):
+        full.recorded_prefix(61)
