@@ -5,6 +5,7 @@ See :class:`Campaign`.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -356,6 +357,23 @@ class Campaign:
 
     def _recorded_rows(self) -> NDArray[np.int64]:
         return self._proposed[~np.isnan(self._scores[self._proposed])]
+
+    def recorded_prefix(self, n: int) -> Campaign:
+        """A copy that has recorded only the first ``n`` recorded rows (in proposal order).
+
+        For the estimate against the number of labels (``labelwise report``): the
+        copy's :meth:`estimate` is what the campaign said when only those rows were
+        recorded (the state does not keep the order labels arrived in; proposal order is the
+        order they were asked for). The copy shares the design with this campaign; do not
+        propose or record with it.
+        """
+        rec = self._recorded_rows()
+        n = check_int(n, "n", minimum=1, maximum=max(int(rec.size), 1))
+        out = copy.copy(self)
+        out._scores = np.full(self.population_size, np.nan)
+        out._scores[rec[:n]] = self._scores[rec[:n]]
+        out._cs_cache = {}
+        return out
 
     # ---------------------------------------------------------------- estimate
     def estimate(self, *, anytime: bool = False, confidence: float | None = None) -> Estimate:

@@ -12,11 +12,10 @@ import numpy as np
 
 from .._json import dumps
 from .._results import Estimate, Selection
-from ..estimation import correctness, estimate, regression_scores
+from .._scoring import selection_scores
+from ..estimation import estimate
 from ..exceptions import LabelwiseError
-from ..io import load_array
 from ..workspace import Workspace
-from ._common import check_probabilities
 from ._piles import CLASSES_HELP, store_classes
 
 
@@ -156,44 +155,9 @@ def regression_summary(est: Estimate) -> dict[str, Any]:
 def _scores(
     args: argparse.Namespace, ws: Workspace, sel: Selection, kind: str, values: np.ndarray
 ) -> tuple[np.ndarray, str | None]:
-    if kind == "score":
-        return values.astype(np.float64), None
-    if args.predictions is None:
-        if not ws.has_source("probs"):
-            raise LabelwiseError(
-                "--predictions is required: the selection did not record model probabilities"
-            )
-        preds = ws.load_source("probs")
-        flag = "the --probs recorded in selection.json"
-    else:
-        preds = load_array(args.predictions, "--predictions")
-        flag = "--predictions"
-    if preds.shape[0] != sel.population_size:
-        raise LabelwiseError(
-            f"--predictions must have one row per pile row ({sel.population_size}), "
-            f"got {preds.shape[0]}"
-        )
-    picked = np.asarray(preds[np.sort(sel.indices)])[np.argsort(np.argsort(sel.indices))]
-    if kind == "target":
-        return regression_scores(picked, values), "1-MSE"
-    if picked.ndim == 2:
-        check_probabilities(picked, flag)
-    n_classes = args.n_classes
-    if picked.ndim == 1 and picked.dtype.kind == "f" and not np.all(picked == np.round(picked)):
-        raise LabelwiseError(
-            "--predictions holds non-integer values; for regression give a 'target' column"
-        )
-    if n_classes is None and picked.ndim == 2:
-        n_classes = int(picked.shape[1])
-    if n_classes is not None:
-        bad = (values < 0) | (values >= n_classes)
-        if bad.any():
-            rows = sel.indices[bad][:10].tolist()
-            raise LabelwiseError(
-                f"--labels: labels must be classes in [0, {n_classes}), got "
-                f"{values[bad][:10].tolist()} for rows {rows}"
-            )
-    return correctness(picked, values, n_classes=n_classes), "accuracy"
+    return selection_scores(
+        ws, sel, kind, values, predictions=args.predictions, n_classes=args.n_classes
+    )
 
 
 def _num(x: float) -> str:

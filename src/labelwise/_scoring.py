@@ -1,0 +1,86 @@
+"""Labels to per-row scores for a selection: what ``labelwise estimate`` and the report share.
+
+A selection's labels (``row,label`` / ``row,target`` / ``row,score``) become per-row scores
+(1/0 correct, 1 - squared error, or the score itself) against the model's predictions over
+the pile: the ``--predictions`` file when given, else the probabilities recorded with the
+selection.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._results import Selection
+from ._validation import check_probabilities
+from .estimation import correctness, regression_scores
+from .exceptions import LabelwiseError
+from .io import load_array
+from .workspace import Workspace
+
+__all__ = ["selection_predictions", "selection_scores"]
+
+
+def selection_predictions(
+    ws: Workspace, sel: Selection, predictions: str | Path | None = None
+) -> tuple[NDArray[Any], str]:
+    """The model's predictions over the pile (``predictions`` or the recorded ``--probs``)
+    at the selected rows, in selection order, and the flag that names where they came from."""
+    if predictions is None:
+        if not ws.has_source("probs"):
+            raise LabelwiseError(
+                "--predictions is required: the selection did not record model probabilities"
+            )
+        preds = ws.load_source("probs")
+        flag = "the --probs recorded in selection.json"
+    else:
+        preds = load_array(predictions, "--predictions")
+        flag = "--predictions"
+    if preds.shape[0] != sel.population_size:
+        raise LabelwiseError(
+            f"--predictions must have one row per pile row ({sel.population_size}), "
+            f"got {preds.shape[0]}"
+        )
+    picked = np.asarray(preds[np.sort(sel.indices)])[np.argsort(np.argsort(sel.indices))]
+    return picked, flag
+
+
+def selection_scores(
+    ws: Workspace,
+    sel: Selection,
+    kind: str,
+    values: NDArray[Any],
+    *,
+    predictions: str | Path | None = None,
+    n_classes: int | None = None,
+) -> tuple[NDArray[np.float64], str | None]:
+    """Per-row scores (selection order) and the metric (``"accuracy"``, ``"1-MSE"``, None).
+
+    ``kind`` and ``values`` are what :meth:`Workspace.read_labels` returns. Labels outside
+    ``[0, n_classes)`` (``n_classes`` defaults to the probabilities' columns) are errors.
+    """
+    if kind == "score":
+        return values.astype(np.float64), None
+    picked, flag = selection_predictions(ws, sel, predictions)
+    if kind == "target":
+        return regression_scores(picked, values), "1-MSE"
+    if picked.ndim == 2:
+        check_probabilities(picked, flag)
+    if picked.ndim == 1 and picked.dtype.kind == "f" and not np.all(picked == np.round(picked)):
+        raise LabelwiseError(
+            "--predictions holds non-integer values; for regression give a 'target' column"
+        )
+    if n_classes is None and picked.ndim == 2:
+        n_classes = int(picked.shape[1])
+    if n_classes is not None:
+        bad = (values < 0) | (values >= n_classes)
+        if bad.any():
+            rows = sel.indices[bad][:10].tolist()
+            raise LabelwiseError(
+                f"--labels: labels must be classes in [0, {n_classes}), got "
+                f"{values[bad][:10].tolist()} for rows {rows}"
+            )
+    return correctness(picked, values, n_classes=n_classes), "accuracy"

@@ -1,0 +1,119 @@
+"""``labelwise export``: the rows to label as Label Studio tasks, with the labeling config."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._json import dumps
+from ..exceptions import LabelwiseError
+from ..io import atomic_write
+from ..labelstudio import label_studio_tasks
+from ..workspace import Workspace
+
+
+def add_parser(sub: Any) -> None:
+    e = sub.add_parser(
+        "export",
+        help="write the rows to label as Label Studio tasks (and its labeling config)",
+        description=(
+            "Write the rows to label as a Label Studio task file: for a campaign the rows "
+            "proposed and not yet labelled, for a selection the rows of DIR/to_label.csv. "
+            "Each task's data holds the image (image piles: a path or URL under the pile's "
+            "image root) or the row's values as text, and the row number; its predictions "
+            "hold the model's class as a pre-annotation. Beside the task file goes the "
+            "matching labeling config (<stem>.config.xml: an Image or Text and a Choices "
+            "control named 'label' with one choice per class name). Import the tasks into a "
+            "Label Studio project with that config, label, export as JSON (or JSON-MIN) and "
+            "read the export back with 'labelwise import DIR EXPORT.json'."
+        ),
+        epilog=(
+            "Label Studio's local file storage: start it with\n"
+            "  LABEL_STUDIO_LOCAL_FILES_SERVING_ENABLED=true\n"
+            "  LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT=<the pile's image root>\n"
+            "and export with --image-url-prefix '/data/local-files/?d='."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    e.add_argument("dir", type=Path, help="selection or campaign directory")
+    e.add_argument(
+        "--format",
+        choices=["label-studio"],
+        default="label-studio",
+        help="task file format (default: label-studio)",
+    )
+    e.add_argument(
+        "--out",
+        type=Path,
+        help="task file to write (default: DIR/label-studio-tasks.json)",
+    )
+    e.add_argument(
+        "--image-url-prefix",
+        metavar="PREFIX",
+        help="image piles: the task's image is PREFIX + the image's path under the pile's "
+        "root (default: the image file's absolute path)",
+    )
+    e.add_argument(
+        "--model-version",
+        default="labelwise",
+        help="model_version of the pre-annotations (default: labelwise)",
+    )
+    e.set_defaults(func=cmd_export)
+
+
+def rows_to_label(directory: Path) -> tuple[str, NDArray[np.int64]]:
+    """``("campaign" | "selection", rows)``: the rows still to label, in labelling order."""
+    held = Workspace(directory).holds()
+    if held == "campaign":
+        from .campaign import CampaignState
+
+        return held, np.asarray(CampaignState.open(directory).camp.pending, dtype=np.int64)
+    if held == "selection":
+        _, sel = Workspace.open(directory)
+        return held, np.asarray(sel.indices, dtype=np.int64)
+    raise LabelwiseError(
+        f"DIR {directory} holds no selection or campaign; make one with 'labelwise select' "
+        "or 'labelwise campaign'"
+    )
+
+
+def open_workspace(directory: Path, held: str) -> Workspace:
+    """The workspace with its recorded sources (a campaign's live in its state file)."""
+    if held == "selection":
+        return Workspace.open(directory)[0]
+    from .campaign import CampaignState
+
+    return CampaignState.open(directory).ws
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    held, rows = rows_to_label(args.dir)
+    if rows.size == 0:
+        hint = f"labelwise next {args.dir}" if held == "campaign" else "labelwise select"
+        raise LabelwiseError(f"DIR {args.dir} has no rows waiting for labels; run '{hint}'")
+    ws = open_workspace(args.dir, held)
+    if held == "campaign" and not ws.has_source("probs"):
+        raise LabelwiseError(
+            f"DIR {args.dir} holds a regression campaign; Label Studio tasks from labelwise "
+            "ask for a class (Choices), so label its rows in a CSV (row,target) instead"
+        )
+    tasks, config = label_studio_tasks(
+        ws, rows, image_url_prefix=args.image_url_prefix, model_version=args.model_version
+    )
+    out = args.out if args.out is not None else args.dir / "label-studio-tasks.json"
+    config_path = out.with_name(f"{out.stem}.config.xml")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = dumps(tasks, indent=2)
+    atomic_write(out, lambda fh: fh.write(text))
+    atomic_write(config_path, lambda fh: fh.write(config))
+    what = "image" if "image" in tasks[0]["data"] else "text"
+    pre = " with the model's class as a pre-annotation" if "predictions" in tasks[0] else ""
+    print(f"wrote {len(tasks)} Label Studio tasks ({what}{pre}) for the {held} in {args.dir}")
+    print(f"  tasks:  {out}")
+    print(f"  config: {config_path} (paste into the project's Labeling Interface, Code)")
+    print(f"  then:   labelwise import {args.dir} EXPORT.json  (Label Studio's JSON export)")
+    return 0

@@ -1,0 +1,189 @@
+"""``labelwise import``: Label Studio's JSON export back into the directory's labels."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import LabelwiseError
+from ..io import read_labels_csv
+from ..labelstudio import LabelStudioAnswers, class_names, read_label_studio_export
+from ..workspace import LABELS
+from .export import open_workspace, rows_to_label
+
+
+def add_parser(sub: Any) -> None:
+    i = sub.add_parser(
+        "import",
+        help="read Label Studio's JSON export into DIR/labels.csv (campaigns: record them)",
+        description=(
+            "Read Label Studio's JSON export (or its JSON-MIN export) of the tasks written by "
+            "'labelwise export', map each choice to its class (by name, see classes.json, or "
+            "as a class number) and add the labels to DIR/labels.csv (row,label). For a "
+            "campaign the labels are then recorded and the estimate printed, as 'labelwise "
+            "estimate DIR --labels DIR/labels.csv' does. A task with several annotations "
+            "counts its latest one that was not cancelled. Tasks without an annotation, "
+            "cancelled ones, choices that name no class and rows that are not in this "
+            "selection or campaign are reported and not used; nothing usable is an error."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    i.add_argument("dir", type=Path, help="selection or campaign directory")
+    i.add_argument("export", type=Path, help="Label Studio export, JSON or JSON-MIN")
+    i.add_argument("--confidence", type=float, default=0.95, help="campaigns: confidence level")
+    i.add_argument("--json", action="store_true", help="campaigns: print the estimate as JSON")
+    i.set_defaults(func=cmd_import)
+
+
+def _n(k: int, word: str, count: bool = True) -> str:
+    """``"1 task"``, ``"3 tasks"`` (``count=False``: just the word)."""
+    w = word if k == 1 else word + "s"
+    return f"{k} {w}" if count else w
+
+
+def _rows(pairs: list[Any]) -> str:
+    shown = ", ".join(str(p) for p in pairs[:8])
+    return shown + (", ..." if len(pairs) > 8 else "")
+
+
+def summarize(
+    ans: LabelStudioAnswers, used: int, outside: list[int], names: tuple[str, ...]
+) -> list[str]:
+    """The import's report: one summary line, then one line per kind of problem."""
+    problems = len(ans.skipped) + len(ans.unknown) + len(ans.ambiguous) + len(outside)
+    lines = [
+        f"imported {used} labels from {ans.n_tasks} Label Studio tasks ({ans.format} export)"
+        + (f"; {problems} tasks not used" if problems else "")
+    ]
+    for reason in ("no annotation", "cancelled", "no choice"):
+        rows = [r for r, why in ans.skipped if why == reason]
+        if rows:
+            what = {
+                "no annotation": "without an annotation (skipped in Label Studio or not done)",
+                "cancelled": "whose every annotation was cancelled (skipped)",
+                "no choice": "whose latest annotation chose no class",
+            }[reason]
+            n = len(rows)
+            lines.append(f"  {_n(n, 'task')} {what}: {_n(n, 'row', False)} {_rows(rows)}")
+    if ans.unknown:
+        shown = ", ".join(f"row {r}: {c!r}" for r, c in ans.unknown[:8])
+        lines.append(
+            f"  {_n(len(ans.unknown), 'unknown choice')}, not used ({shown}); the classes are "
+            f"{', '.join(names[:20])}{', ...' if len(names) > 20 else ''}: fix the project's "
+            "choices or classes.json"
+        )
+    if ans.ambiguous:
+        shown = ", ".join(f"row {r}: {c}" for r, c in ans.ambiguous[:8])
+        lines.append(f"  {len(ans.ambiguous)} annotations with several choices, not used: {shown}")
+    if ans.several:
+        lines.append(
+            f"  {_n(len(ans.several), 'task')} with several annotations that disagree; the latest "
+            f"one not cancelled was taken: rows {_rows(ans.several)}"
+        )
+    if outside:
+        lines.append(
+            f"  {_n(len(outside), 'row')} not in this directory's selection or campaign, "
+            f"not used: {_rows(outside)}"
+        )
+    if ans.no_row:
+        lines.append(
+            f"  {ans.no_row} tasks carry no labelwise_row (not exported by 'labelwise "
+            "export'), not used"
+        )
+    return lines
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    held, waiting = rows_to_label(args.dir)
+    ws = open_workspace(args.dir, held)
+    names = class_names(ws)
+    ans = read_label_studio_export(args.export, names)
+    recorded: dict[int, Any] = {}
+    if held == "campaign":
+        from .campaign import CampaignState
+
+        st = CampaignState.open(args.dir)
+        allowed = set(st.camp.proposed.tolist())
+        recorded = st.labels
+    else:
+        allowed = set(waiting.tolist())
+    outside = sorted(r for r in ans.labels if r not in allowed)
+    usable = {r: c for r, c in ans.labels.items() if r in allowed}
+    lines = summarize(ans, len(usable), outside, names)
+    absent = [int(r) for r in waiting if int(r) not in ans.seen]
+    if absent and held == "campaign":
+        lines.append(
+            f"  {_n(len(absent), 'row')} awaiting labels {'has' if len(absent) == 1 else 'have'} "
+            f"no task in the export (not exported yet, or left out: JSON-MIN drops cancelled "
+            f"tasks): {_rows(absent)}"
+        )
+    if not usable:
+        print("\n".join(lines), file=sys.stderr)
+        raise LabelwiseError(
+            f"no usable labels in {args.export} (see above); nothing written. Is it Label "
+            f"Studio's export of the tasks 'labelwise export {args.dir}' wrote?"
+        )
+    path = args.dir / LABELS
+    merged = _merge(path, usable, recorded)
+    ws.write_labels(np.asarray(list(merged)), np.asarray(list(merged.values())))
+    print("\n".join(lines))
+    print(f"  wrote {path} ({len(merged)} labels)")
+    if held == "campaign":
+        from .campaign import estimate_campaign
+
+        est_args = argparse.Namespace(
+            dir=args.dir,
+            labels=path,
+            predictions=None,
+            n_classes=None,
+            confidence=args.confidence,
+            until_halfwidth=None,
+            json=args.json,
+        )
+        print()
+        return estimate_campaign(est_args)
+    missing = len(allowed) - len(set(merged) & allowed)
+    if missing:
+        print(f"  {missing} selected rows still lack a label (see {ws.to_label})")
+    else:
+        print(f"  every selected row is labelled: labelwise estimate {args.dir} --labels {path}")
+    return 0
+
+
+def _merge(path: Path, new: dict[int, int], recorded: dict[int, Any]) -> dict[int, int]:
+    """DIR/labels.csv's labels and the new ones; a row labelled differently is an error.
+
+    ``recorded``: a campaign's recorded labels, which cannot change either (checked here so
+    that nothing is written when they would).
+    """
+    old: dict[int, int] = {}
+    if path.is_file():
+        rows, kind, values = read_labels_csv(path)
+        if kind != "label":
+            raise LabelwiseError(
+                f"{path} holds a '{kind}' column; Label Studio choices are classes ('label')"
+            )
+        old = dict(zip(rows.tolist(), values.tolist(), strict=True))
+    clash = [(r, old[r], c) for r, c in new.items() if r in old and old[r] != c]
+    if clash:
+        shown = "; ".join(
+            f"row {r}: {a} in {path.name}, {b} in the export" for r, a, b in clash[:5]
+        )
+        raise LabelwiseError(
+            f"{_n(len(clash), 'row')} labelled differently in {path} and in the export: {shown}; "
+            "a label cannot change (fix one of them)"
+        )
+    changed = [(r, recorded[r], c) for r, c in new.items() if r in recorded and recorded[r] != c]
+    if changed:
+        shown = "; ".join(f"row {r}: {a} -> {b}" for r, a, b in changed[:5])
+        raise LabelwiseError(
+            f"{_n(len(changed), 'row')} of the export recorded by the campaign with another "
+            f"label: {shown}; a recorded label cannot change (start a new campaign to relabel); "
+            "nothing written"
+        )
+    merged = {**old, **new}
+    return dict(sorted(merged.items()))

@@ -1,0 +1,413 @@
+"""``labelwise export | import``: the Label Studio round trip, against the formats as Label
+Studio documents them (https://labelstud.io/guide/task_format, /guide/export: JSON with
+``annotations[].result[].value.choices`` and ``was_cancelled``; JSON-MIN with one flat record
+per annotation). The exports below are written by hand in that shape."""
+
+from __future__ import annotations
+
+import csv
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from labelwise.cli import main
+from labelwise.labelstudio import read_label_studio_export
+
+N, C = 400, 3
+NAMES = ["cat", "dog", "bird"]
+
+
+@pytest.fixture()
+def pile(tmp_path: Path) -> dict[str, Any]:
+    """A captured pile of image files: activations, probabilities, ids, class names, truth."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(C, size=N)
+    x = rng.normal(size=(N, 6))
+    x[np.arange(N), y] += 1.5
+    logits = 2 * x[:, :C]
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    cap = tmp_path / "cap"
+    cap.mkdir()
+    np.save(cap / "activations.npy", x.astype(np.float32))
+    np.save(cap / "probabilities.npy", p.astype(np.float32))
+    (cap / "capture.json").write_text(json.dumps({"pile": {"kind": "images", "root": "imgs"}}))
+    (cap / "ids.txt").write_text("\n".join(f"{NAMES[y[i]]}/img {i}.png" for i in range(N)))
+    (cap / "classes.json").write_text(json.dumps(NAMES))
+    return {"dir": tmp_path, "cap": cap, "y": y, "probs": p.astype(np.float32)}
+
+
+def _run(argv: list[Any], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _campaign(pile: dict[str, Any], name: str, capsys: pytest.CaptureFixture[str]) -> Path:
+    d = pile["dir"] / name
+    cap = pile["cap"]
+    for argv in (
+        ["campaign", d, "--activations", cap / "activations.npy", "--probs",
+         cap / "probabilities.npy", "--seed", "4"],
+        ["next", d, "--batch", "30"],
+    ):  # fmt: skip
+        code, _, err = _run(argv, capsys)
+        assert code == 0, err
+    return d
+
+
+def _selection(pile: dict[str, Any], name: str, capsys: pytest.CaptureFixture[str]) -> Path:
+    d = pile["dir"] / name
+    cap = pile["cap"]
+    code, _, err = _run(
+        ["select", "--method", "srs", "--budget", "25", "--activations",
+         cap / "activations.npy", "--probs", cap / "probabilities.npy", "--seed", "2",
+         "--out", d],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    return d
+
+
+def _export(d: Path, capsys: pytest.CaptureFixture[str], *extra: Any) -> list[dict[str, Any]]:
+    code, out, err = _run(["export", d, *extra], capsys)
+    assert code == 0, err
+    assert "Label Studio tasks" in out
+    out_file = Path(str(extra[extra.index("--out") + 1])) if "--out" in extra else None
+    path = out_file or d / "label-studio-tasks.json"
+    return list(json.loads(path.read_text()))
+
+
+def _annotation(choice: str, *, when: str = "2026-03-01T10:00:00.000000Z", **kw: Any) -> dict:
+    return {
+        "id": 1,
+        "completed_by": 1,
+        "result": [
+            {
+                "id": "a1",
+                "from_name": "label",
+                "to_name": "image",
+                "type": "choices",
+                "origin": "manual",
+                "value": {"choices": [choice]},
+            }
+        ],
+        "was_cancelled": False,
+        "ground_truth": False,
+        "created_at": when,
+        "updated_at": when,
+        "lead_time": 2.5,
+        "task": 1,
+        **kw,
+    }
+
+
+def _full_export(tasks: list[dict[str, Any]], y: np.ndarray) -> list[dict[str, Any]]:
+    """Label Studio's JSON export of the tasks, each labelled with its true class."""
+    out = []
+    for i, t in enumerate(tasks):
+        r = t["data"]["labelwise_row"]
+        out.append(
+            {
+                "id": i + 1,
+                "data": t["data"],
+                "meta": t.get("meta", {}),
+                "annotations": [_annotation(NAMES[y[r]])],
+                "predictions": t.get("predictions", []),
+                "created_at": "2026-03-01T09:00:00.000000Z",
+                "project": 7,
+            }
+        )
+    return out
+
+
+def _to_label(d: Path) -> list[int]:
+    with open(d / "to_label.csv", newline="") as fh:
+        return [int(r["row"]) for r in csv.DictReader(fh)]
+
+
+def _labels_csv(path: Path) -> dict[int, int]:
+    with open(path, newline="") as fh:
+        return {int(r["row"]): int(r["label"]) for r in csv.DictReader(fh)}
+
+
+# ----------------------------------------------------------------------------- export
+
+
+def test_export_writes_documented_tasks_and_config(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _campaign(pile, "camp", capsys)
+    tasks = _export(d, capsys, "--image-url-prefix", "/data/local-files/?d=")
+    pending = _to_label(d)
+    assert [t["data"]["labelwise_row"] for t in tasks] == pending
+    ids = (pile["cap"] / "ids.txt").read_text().splitlines()
+    t = tasks[0]
+    r = t["data"]["labelwise_row"]
+    assert t["data"]["labelwise_id"] == ids[r] == t["meta"]["labelwise_id"]
+    assert t["data"]["image"] == "/data/local-files/?d=" + ids[r].replace(" ", "%20")
+    (pred,) = t["predictions"]
+    p = pile["probs"][r]
+    assert pred["model_version"] == "labelwise"
+    assert pred["score"] == pytest.approx(float(p.max()), abs=1e-6)
+    (res,) = pred["result"]
+    assert res["from_name"] == "label" and res["to_name"] == "image"
+    assert res["type"] == "choices" and res["value"] == {"choices": [NAMES[int(p.argmax())]]}
+    root = ET.parse(d / "label-studio-tasks.config.xml").getroot()
+    assert root.tag == "View"
+    image = root.find("Image")
+    assert image is not None and image.get("value") == "$image"
+    choices = root.find("Choices")
+    assert choices is not None and choices.get("name") == "label"
+    assert choices.get("toName") == image.get("name")
+    assert [c.get("value") for c in choices.findall("Choice")] == NAMES
+
+
+def test_export_without_prefix_gives_the_image_files_path(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _selection(pile, "sel", capsys)
+    tasks = _export(d, capsys, "--out", d / "ls" / "tasks.json")
+    assert (d / "ls" / "tasks.config.xml").is_file()
+    r = tasks[0]["data"]["labelwise_row"]
+    ids = (pile["cap"] / "ids.txt").read_text().splitlines()
+    assert tasks[0]["data"]["image"] == str((pile["cap"] / "imgs" / ids[r]).resolve())
+
+
+def test_export_of_an_array_pile_shows_the_row_as_text(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    cap = pile["cap"]
+    np.save(cap / "pile.npy", np.arange(N * 4, dtype=np.float32).reshape(N, 4))
+    (cap / "capture.json").write_text(json.dumps({"pile": {"kind": "npy", "path": "pile.npy"}}))
+    d = _selection(pile, "sel", capsys)
+    tasks = _export(d, capsys)
+    r = tasks[0]["data"]["labelwise_row"]
+    assert tasks[0]["data"]["text"] == f"row {r}: [{4 * r:g}, {4 * r + 1:g}, {4 * r + 2:g}, " \
+        f"{4 * r + 3:g}]"  # fmt: skip
+    assert tasks[0]["predictions"][0]["result"][0]["to_name"] == "text"
+    root = ET.parse(d / "label-studio-tasks.config.xml").getroot()
+    assert root.find("Text") is not None and root.find("Image") is None
+
+
+# ----------------------------------------------------------------------------- import
+
+
+def test_import_reports_skipped_cancelled_unknown_and_several(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _campaign(pile, "camp", capsys)
+    tasks = _export(d, capsys)
+    y = pile["y"]
+    doc = _full_export(tasks, y)
+    rows = [t["data"]["labelwise_row"] for t in tasks]
+    doc[0]["annotations"] = []  # skipped: never annotated
+    doc[1]["annotations"] = [_annotation(NAMES[y[rows[1]]], was_cancelled=True)]
+    doc[2]["annotations"] = [_annotation("dgo")]  # a choice that is no class
+    wrong = NAMES[(y[rows[3]] + 1) % C]
+    doc[3]["annotations"] = [  # the newer answer counts, whatever the list order
+        _annotation(NAMES[y[rows[3]]], when="2026-03-02T08:00:00.000000Z"),
+        _annotation(wrong, when="2026-03-01T08:00:00.000000Z"),
+    ]
+    doc[4]["annotations"] = [  # cancelled newer + valid older: the valid one counts
+        _annotation(NAMES[y[rows[4]]], when="2026-03-01T08:00:00.000000Z"),
+        _annotation(wrong, when="2026-03-03T08:00:00.000000Z", was_cancelled=True),
+    ]
+    (d / "export.json").write_text(json.dumps(doc))
+    code, out, err = _run(["import", d, d / "export.json", "--json"], capsys)
+    assert code == 0, err
+    assert "imported 27 labels from 30 Label Studio tasks (JSON export); 3 tasks not used" in out
+    assert (
+        f"1 task without an annotation (skipped in Label Studio or not done): row {rows[0]}" in out
+    )
+    assert f"1 task whose every annotation was cancelled (skipped): row {rows[1]}" in out
+    assert (
+        f"1 unknown choice, not used (row {rows[2]}: 'dgo'); the classes are cat, dog, bird" in out
+    )
+    assert f"1 task with several annotations that disagree; the latest one not cancelled was " \
+        f"taken: rows {rows[3]}" in out  # fmt: skip
+    labels = _labels_csv(d / "labels.csv")
+    assert sorted(labels) == sorted(rows[3:])
+    assert all(labels[r] == y[r] for r in labels)
+    est = json.loads(out[out.index("{") :])
+    assert est["campaign"]["n_recorded"] == 27 and est["campaign"]["new_labels"] == 27
+    assert est["n_labelled"] == 27
+
+
+def test_import_with_nothing_usable_is_an_error(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _campaign(pile, "camp", capsys)
+    doc = _full_export(_export(d, capsys), pile["y"])
+    for t in doc:
+        t["annotations"] = [_annotation("cat", was_cancelled=True)]
+    doc[0]["annotations"] = [_annotation("zebra")]
+    (d / "export.json").write_text(json.dumps(doc))
+    code, out, err = _run(["import", d, d / "export.json"], capsys)
+    assert code == 2 and out == ""
+    assert "imported 0 labels from 30 Label Studio tasks (JSON export); 30 tasks not used" in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"labelwise: error: no usable labels in {d / 'export.json'} (see above)")
+    assert last.endswith("'labelwise export " + str(d) + "' wrote?")
+    assert "29 tasks whose every annotation was cancelled" in err
+    assert "1 unknown choice, not used" in err and "'zebra'" in err
+    assert "Traceback" not in err
+    assert not (d / "labels.csv").exists()
+
+
+def test_import_rows_outside_the_selection_are_reported(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _selection(pile, "sel", capsys)
+    tasks = _export(d, capsys)
+    chosen = {t["data"]["labelwise_row"] for t in tasks}
+    stranger = next(r for r in range(N) if r not in chosen)
+    extra = {"data": {"labelwise_row": stranger, "image": "x.png"}, "meta": {}, "id": 99}
+    doc = [*_full_export(tasks[:5], pile["y"]), dict(extra, annotations=[_annotation("cat")])]
+    (d / "export.json").write_text(json.dumps(doc))
+    code, out, err = _run(["import", d, d / "export.json"], capsys)
+    assert code == 0, err
+    assert f"1 row not in this directory's selection or campaign, not used: {stranger}" in out
+    assert "20 selected rows still lack a label" in out
+    assert stranger not in _labels_csv(d / "labels.csv")
+
+
+def test_json_min_export_is_read(pile: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    d = _selection(pile, "sel", capsys)
+    tasks = _export(d, capsys)
+    y = pile["y"]
+    records: list[dict[str, Any]] = []
+    for i, t in enumerate(tasks):
+        r = t["data"]["labelwise_row"]
+        rec = {**t["data"], "id": i + 1, "annotator": 1, "annotation_id": 100 + i,
+               "created_at": "2026-03-01T10:00:00.000000Z",
+               "updated_at": "2026-03-01T10:00:00.000000Z", "lead_time": 1.0}  # fmt: skip
+        if i == 0:
+            records.append(rec)  # a task without annotation: data only
+            continue
+        # single choice: the name; JSON-MIN writes several choices as {"choices": [...]}
+        rec["label"] = NAMES[y[r]] if i % 2 else {"choices": [NAMES[y[r]]]}
+        records.append(rec)
+    r1 = tasks[1]["data"]["labelwise_row"]
+    older = {**records[1], "label": NAMES[(y[r1] + 1) % C], "annotation_id": 999,
+             "created_at": "2026-02-01T10:00:00.000000Z",
+             "updated_at": "2026-02-01T10:00:00.000000Z"}  # fmt: skip
+    records.append(older)  # JSON-MIN lists each annotation; the latest counts
+    r2 = tasks[2]["data"]["labelwise_row"]
+    records[2]["label"] = {"choices": ["cat", "dog"]}  # several choices: ambiguous
+    (d / "min.json").write_text(json.dumps(records))
+    ans = read_label_studio_export(d / "min.json", NAMES)
+    assert ans.format == "JSON-MIN" and ans.n_tasks == len(records)
+    assert ans.skipped == [(tasks[0]["data"]["labelwise_row"], "no annotation")]
+    assert ans.ambiguous == [(r2, ["cat", "dog"])] and ans.several == [r1]
+    assert ans.labels[r1] == y[r1]
+    assert len(ans.labels) == len(tasks) - 2
+    assert all(ans.labels[r] == y[r] for r in ans.labels)
+
+
+def test_integer_choices_map_to_classes(tmp_path: Path) -> None:
+    doc = [
+        {"id": 1, "data": {"labelwise_row": 3}, "annotations": [_annotation("2")]},
+        {"id": 2, "data": {"labelwise_row": 4}, "annotations": [_annotation("7")]},
+        {"id": 3, "data": {"image": "a.png"}, "annotations": [_annotation("1")]},
+    ]
+    (tmp_path / "e.json").write_text(json.dumps(doc))
+    ans = read_label_studio_export(tmp_path / "e.json", None, n_classes=3)
+    assert ans.labels == {3: 2} and ans.unknown == [(4, "7")] and ans.no_row == 1
+
+
+# ----------------------------------------------------------------------------- round trip
+
+
+def test_round_trip_campaign_equals_hand_written_labels(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    y = pile["y"]
+    a = _campaign(pile, "a", capsys)
+    b = _campaign(pile, "b", capsys)  # the same campaign (same seed), labelled by hand
+    tasks = _export(a, capsys)
+    (a / "export.json").write_text(json.dumps(_full_export(tasks, y)))
+    code, out, err = _run(["import", a, a / "export.json", "--json"], capsys)
+    assert code == 0, err
+    via_ls = json.loads(out[out.index("{") :])
+    rows = _to_label(b)
+    with open(pile["dir"] / "hand.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["row", "label"])
+        w.writerows([r, int(y[r])] for r in rows)
+    code, out, err = _run(["estimate", b, "--labels", pile["dir"] / "hand.csv", "--json"], capsys)
+    assert code == 0, err
+    assert via_ls == json.loads(out)
+    assert via_ls["n_labelled"] == 30
+
+
+def test_round_trip_selection_equals_hand_written_labels(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    y = pile["y"]
+    d = _selection(pile, "sel", capsys)
+    (d / "export.json").write_text(json.dumps(_full_export(_export(d, capsys), y)))
+    code, out, err = _run(["import", d, d / "export.json"], capsys)
+    assert code == 0, err
+    assert "every selected row is labelled" in out
+    code, via_ls, err = _run(["estimate", d, "--labels", d / "labels.csv", "--json"], capsys)
+    assert code == 0, err
+    sel = json.loads((d / "selection.json").read_text())["selection"]["indices"]
+    with open(pile["dir"] / "hand.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["row", "label"])
+        w.writerows([r, int(y[r])] for r in reversed(sel))
+    code, by_hand, err = _run(
+        ["estimate", d, "--labels", pile["dir"] / "hand.csv", "--json"], capsys
+    )
+    assert code == 0, err
+    assert json.loads(via_ls) == json.loads(by_hand)
+    assert json.loads(by_hand)["n_labelled"] == 25
+
+
+def test_import_never_changes_a_recorded_label(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _campaign(pile, "camp", capsys)
+    y = pile["y"]
+    tasks = _export(d, capsys)
+    (d / "export.json").write_text(json.dumps(_full_export(tasks, y)))
+    assert _run(["import", d, d / "export.json"], capsys)[0] == 0
+    (d / "labels.csv").unlink()  # e.g. the first labels were given from another file
+    before = (d / "campaign.state.json").read_bytes()
+    r = tasks[0]["data"]["labelwise_row"]
+    doc = _full_export(tasks[:1], y)
+    doc[0]["annotations"] = [_annotation(NAMES[(y[r] + 1) % C])]
+    (d / "again.json").write_text(json.dumps(doc))
+    code, out, err = _run(["import", d, d / "again.json"], capsys)
+    assert code == 2 and out == ""
+    assert f"row {r}: {y[r]} -> {(y[r] + 1) % C}" in err and "nothing written" in err
+    assert (d / "campaign.state.json").read_bytes() == before
+    assert not (d / "labels.csv").exists()
+
+
+def test_json_min_import_into_a_campaign_names_rows_missing_from_the_export(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _campaign(pile, "camp", capsys)
+    tasks = _export(d, capsys)
+    y = pile["y"]
+    records = [
+        {**t["data"], "id": i + 1, "label": NAMES[y[t["data"]["labelwise_row"]]],
+         "annotator": 1, "annotation_id": i, "created_at": "2026-03-01T10:00:00Z",
+         "updated_at": "2026-03-01T10:00:00Z", "lead_time": 1.0}
+        for i, t in enumerate(tasks)
+    ]  # fmt: skip
+    gone = records.pop(5)[
+        "labelwise_row"
+    ]  # JSON-MIN leaves out a task whose annotation was cancelled
+    (d / "min.json").write_text(json.dumps(records))
+    code, out, err = _run(["import", d, d / "min.json"], capsys)
+    assert code == 0, err
+    assert "imported 29 labels from 29 Label Studio tasks (JSON-MIN export)" in out
+    assert "1 row awaiting labels has no task in the export" in out and f": {gone}\n" in out
+    assert "29 new labels; 29 labelled, 1 awaiting labels" in out

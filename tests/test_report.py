@@ -1,0 +1,395 @@
+"""``labelwise report``: one self-contained HTML page whose numbers are ``estimate --json``'s."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import labelwise as lw
+from labelwise.cli import main
+from labelwise.report import build_report, report_data
+from labelwise.workspace import Workspace
+
+N, C = 500, 3
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture()
+def pile(tmp_path: Path) -> dict[str, Any]:
+    rng = np.random.default_rng(1)
+    y = rng.integers(C, size=N)
+    x = rng.normal(size=(N, 6))
+    x[np.arange(N), y] += 1.5
+    logits = 2 * x[:, :C]
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    np.save(tmp_path / "acts.npy", x.astype(np.float32))
+    np.save(tmp_path / "probs.npy", p.astype(np.float32))
+    return {"dir": tmp_path, "y": y, "probs": p.astype(np.float32)}
+
+
+def _run(argv: list[Any], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _write_labels(path: Path, rows: list[int], y: np.ndarray) -> Path:
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["row", "label"])
+        w.writerows([r, int(y[r])] for r in rows)
+    return path
+
+
+def _to_label(d: Path) -> list[int]:
+    with open(d / "to_label.csv", newline="") as fh:
+        return [int(r["row"]) for r in csv.DictReader(fh)]
+
+
+def _selection(pile: dict[str, Any], capsys: pytest.CaptureFixture[str], method: str) -> Path:
+    d = pile["dir"] / f"sel-{method}"
+    code, _, err = _run(
+        ["select", "--method", method, "--budget", "40", "--activations", pile["dir"] / "acts.npy",
+         "--probs", pile["dir"] / "probs.npy", "--seed", "5", "--out", d],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    _write_labels(d / "labels.csv", _to_label(d), pile["y"])
+    return d
+
+
+def _campaign(pile: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> tuple[Path, dict]:
+    d = pile["dir"] / "camp"
+    code, _, err = _run(
+        ["campaign", d, "--activations", pile["dir"] / "acts.npy", "--probs",
+         pile["dir"] / "probs.npy", "--seed", "2"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    for _ in range(2):
+        assert _run(["next", d, "--batch", "25"], capsys)[0] == 0
+        labels = _write_labels(pile["dir"] / "labels.csv", _to_label(d), pile["y"])
+        code, out, err = _run(
+            ["estimate", d, "--labels", labels, "--json", "--until-halfwidth", "0.01"], capsys
+        )
+        assert code == 0, err
+    return d, json.loads(out)
+
+
+class _Page(HTMLParser):
+    """The numbers (data-key -> data-value), section ids, URLs and the embedded estimate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.numbers: dict[str, str] = {}
+        self.shown: dict[str, str] = {}
+        self.sections: list[str] = []
+        self.urls: list[str] = []
+        self.images: list[str] = []
+        self._key: str | None = None
+        self._json = False
+        self.estimate_json = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "section" and a.get("id"):
+            self.sections.append(str(a["id"]))
+        for name in ("src", "href", "action", "poster"):
+            if a.get(name):
+                self.urls.append(str(a[name]))
+        if tag == "img":
+            self.images.append(str(a.get("src")))
+        if tag == "span" and a.get("data-key"):
+            self.numbers[str(a["data-key"])] = str(a["data-value"])
+            self._key = str(a["data-key"])
+        if tag == "script" and a.get("id") == "estimate-json":
+            self._json = True
+
+    def handle_endtag(self, tag: str) -> None:
+        self._key = None
+        self._json = False
+
+    def handle_data(self, data: str) -> None:
+        if self._key is not None:
+            self.shown[self._key] = data
+        if self._json:
+            self.estimate_json += data
+
+
+def _parse(page: str) -> _Page:
+    p = _Page()
+    p.feed(page)
+    return p
+
+
+def _check_numbers(page: str, est: dict[str, Any]) -> _Page:
+    p = _parse(page)
+    for key in ("value", "ci_low", "ci_high", "std_error"):
+        assert float(p.numbers[key]) == est[key], key
+        assert p.shown[key] == f"{est[key]:.4f}", key
+    assert int(p.numbers["n_labelled"]) == est["n_labelled"]
+    assert json.loads(p.estimate_json.replace("<\\/", "</")) == {
+        k: v for k, v in est.items() if k not in ("campaign", "anytime", "regression")
+    }
+    return p
+
+
+def _no_network(page: str, p: _Page) -> None:
+    assert p.urls, "the page has images"
+    assert all(u.startswith("data:image/png;base64,") for u in p.urls), p.urls
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
+    assert "http://" not in page and "https://" not in page
+    assert "@import" not in page and "url(" not in page
+
+
+def test_selection_report_numbers_equal_estimate_json(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _selection(pile, capsys, "ces")
+    code, out, err = _run(["estimate", d, "--labels", d / "labels.csv", "--json"], capsys)
+    assert code == 0, err
+    est = json.loads(out)
+    code, out, err = _run(["report", d], capsys)
+    assert code == 0, err
+    assert f"wrote {d / 'report.html'}" in out
+    page = (d / "report.html").read_text(encoding="utf-8")
+    p = _check_numbers(page, est)
+    _no_network(page, p)
+    assert p.sections == ["estimate", "labels", "history", "per-class", "method", "sources"]
+    assert len(p.images) == 2  # the estimate against labels, per-class accuracy
+    sha = lw.io.file_digest(pile["dir"] / "probs.npy")
+    assert sha in page and lw.io.file_digest(d / "labels.csv") in page
+    assert f"labelwise {lw.__version__}, generated" in page
+
+
+def test_css_selection_history_uses_selection_order(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _selection(pile, capsys, "css")
+    data = report_data(d)
+    _ws, sel = Workspace.open(d)
+    y = pile["y"]
+    correct = (pile["probs"][sel.indices].argmax(axis=1) == y[sel.indices]).astype(float)
+    assert data.history[-1][0] == 40
+    assert data.history[-1][1] == pytest.approx(lw.estimate(sel, correct).value)
+    k, value = data.history[len(data.history) // 2][:2]
+    first = lw.Selection(
+        indices=sel.indices[:k],
+        method="css",
+        population_size=N,
+        strata=None if sel.strata is None else sel.strata[:k],
+        stratum_sizes=sel.stratum_sizes,
+    )
+    assert value == pytest.approx(lw.estimate(first, correct[:k]).value)
+    # per-class accuracy with Wilson intervals, from the labelled rows
+    for row in data.per_class:
+        m = y[sel.indices] == row["class"]
+        assert row["n"] == int(m.sum()) and row["correct"] == int(correct[m].sum())
+        assert 0 <= row["ci_low"] <= row["accuracy"] <= row["ci_high"] <= 1
+
+
+def test_campaign_report_numbers_equal_estimate_json(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d, est = _campaign(pile, capsys)
+    (d / "classes.json").write_text(json.dumps(["ant", "bee", "cow"]))
+    code, _out, err = _run(["report", d, "--out", pile["dir"] / "r.html"], capsys)
+    assert code == 0, err
+    page = (pile["dir"] / "r.html").read_text(encoding="utf-8")
+    p = _check_numbers(page, est)
+    _no_network(page, p)
+    assert float(p.numbers["effective_sample_size"]) == est["effective_sample_size"]
+    assert float(p.numbers["anytime_ci_low"]) == est["anytime"]["ci_low"]
+    assert float(p.numbers["anytime_ci_high"]) == est["anytime"]["ci_high"]
+    assert p.sections == ["estimate", "labels", "history", "per-class", "method", "sources"]
+    assert ">bee</td>" in page
+    data = report_data(d)
+    assert len(data.labelled) == 50 and page.count("<td>yes</td>") + page.count("<td>no</td>") == 50
+    for e in data.labelled:
+        r = e["row"]
+        assert e["label"] == ["ant", "bee", "cow"][pile["y"][r]]
+        assert e["correct"] == (int(pile["probs"][r].argmax()) == pile["y"][r])
+    assert data.history[-1][1:] == (est["value"], est["ci_low"], est["ci_high"])
+    assert data.history[-1][0] == 50
+    # the interval narrows: the last half-width is below the first's
+    first, last = data.history[0], data.history[-1]
+    assert last[3] - last[2] < first[3] - first[2]
+
+
+def test_ranking_section_shows_p_best(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _selection(pile, capsys, "srs")
+    ws, sel = Workspace.open(d)
+    y = pile["y"]
+    rng = np.random.default_rng(0)
+    preds = np.stack([np.where(rng.random(N) < q, y, (y + 1) % C) for q in (0.9, 0.6, 0.75)])
+    ranking = lw.rank_models(
+        preds, y[sel.indices], rows=sel.indices, model_names=["good", "weak", "mid"],
+        prob_best=True, rng=0,
+    )  # fmt: skip
+    ws.write_ranking({"ranking": ranking.to_dict(), "method": sel.method})
+    page = build_report(d)
+    p = _parse(page)
+    assert p.sections == [
+        "estimate", "labels", "history", "per-class", "ranking", "method", "sources",
+    ]  # fmt: skip
+    assert ranking.prob_best is not None
+    section = page[page.index('id="ranking"') : page.index('id="method"')]
+    names = re.findall(r"<td>(good|weak|mid)</td>", section)
+    assert names == [["good", "weak", "mid"][m] for m in ranking.order]
+    for m, name in enumerate(["good", "weak", "mid"]):
+        assert re.search(
+            rf"<td>{name}</td>.*?<td class=\"n\">{ranking.prob_best[m]:.3f}</td></tr>", section
+        )
+
+
+def test_without_labels_is_a_clear_error(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _selection(pile, capsys, "srs")
+    (d / "labels.csv").unlink()
+    code, out, err = _run(["report", d], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "has no labels to report on" in err and "--labels" in err
+    c = pile["dir"] / "c"
+    _run(["campaign", c, "--activations", pile["dir"] / "acts.npy", "--probs",
+          pile["dir"] / "probs.npy", "--seed", "1"], capsys)  # fmt: skip
+    code, out, err = _run(["report", c], capsys)
+    assert code == 2 and "the campaign has no labels recorded yet" in err
+    code, out, err = _run(["report", pile["dir"] / "nothing"], capsys)
+    assert code == 2 and "holds no selection or campaign" in err
+    assert not (d / "report.html").exists()
+
+
+def _browser() -> Any:
+    if not Path(CHROMIUM).is_file():
+        pytest.skip(f"{CHROMIUM} is not installed (Debian package chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed")
+    return sync_playwright
+
+
+def test_report_renders_in_headless_chromium(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    sync_playwright = _browser()
+    d, est = _campaign(pile, capsys)
+    assert _run(["report", d], capsys)[0] == 0
+    requests: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 1400})
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto((d / "report.html").resolve().as_uri())
+            sections = page.eval_on_selector_all("section", "els => els.map(e => e.id)")
+            shown = page.inner_text("#estimate .big")
+            widths = page.eval_on_selector_all("img", "els => els.map(e => e.naturalWidth)")
+            page.screenshot(path=str(tmp_path / "shot.png"), full_page=True)
+        finally:
+            browser.close()
+    assert sections == ["estimate", "labels", "history", "per-class", "method", "sources"]
+    assert shown == f"{est['value']:.4f}"
+    assert len(widths) == 2 and all(w > 100 for w in widths)  # the PNGs decoded
+    assert all(u.startswith(("file:", "data:")) for u in requests), requests
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(tmp_path / "shot.png").convert("L"), dtype=float)
+    assert pixels.shape[0] > 1400 and pixels.std() > 20  # not blank
+
+
+def test_chromium_command_line_screenshot(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The plain ``chromium --headless --screenshot`` path (no Playwright) renders it too."""
+    import subprocess
+
+    if not Path(CHROMIUM).is_file() or shutil.which(CHROMIUM) is None:
+        pytest.skip(f"{CHROMIUM} is not installed (Debian package chromium)")
+    d = _selection(pile, capsys, "srs")
+    assert _run(["report", d], capsys)[0] == 0
+    shot = tmp_path / "cli.png"
+    subprocess.run(
+        [CHROMIUM, *CHROMIUM_ARGS, f"--screenshot={shot}", "--window-size=1000,1200",
+         (d / "report.html").resolve().as_uri()],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(shot).convert("L"), dtype=float)
+    assert pixels.shape == (1200, 1000) and pixels.std() > 20
+
+
+def test_ranking_selection_reports_its_ranking(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    y = pile["y"]
+    rng = np.random.default_rng(3)
+    preds = np.stack([np.where(rng.random(N) < q, y, (y + 1) % C) for q in (0.9, 0.6)])
+    np.save(pile["dir"] / "preds.npy", preds)
+    d = pile["dir"] / "sds"
+    code, _, err = _run(
+        ["select", "--method", "sds", "--budget", "30", "--predictions", pile["dir"] / "preds.npy",
+         "--seed", "0", "--out", d],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    _write_labels(d / "labels.csv", _to_label(d), y)
+    code, _, err = _run(["report", d], capsys)
+    assert code == 2 and "has no accuracy estimate; run 'labelwise rank" in err
+    code, _, err = _run(["rank", d, "--labels", d / "labels.csv", "--names", "a,b"], capsys)
+    assert code == 0, err
+    ranking = json.loads((d / "ranking.json").read_text())["ranking"]
+    page = build_report(d)
+    p = _parse(page)
+    assert p.sections == ["estimate", "labels", "ranking", "method", "sources"]
+    assert "ranks models: it has no estimate" in page and not p.numbers
+    for m, name in enumerate(["a", "b"]):
+        assert re.search(
+            rf"<td>{name}</td>.*?<td class=\"n\">{ranking['prob_best'][m]:.3f}</td></tr>", page
+        )
+
+
+def test_recorded_prefix_is_the_campaign_with_only_those_labels(pile: dict[str, Any]) -> None:
+    acts = np.load(pile["dir"] / "acts.npy")
+    probs, y = pile["probs"], pile["y"]
+
+    def started() -> lw.Campaign:
+        camp = lw.Campaign(acts, probs, rng=7)
+        camp.propose(60)
+        return camp
+
+    full, part = started(), started()
+    rows = full.proposed.copy()
+    correct = (probs[rows].argmax(axis=1) == y[rows]).astype(float)
+    full.record(rows, correct)
+    part.record(rows[:35], correct[:35])
+    prefix = full.recorded_prefix(35)
+    assert prefix.n_recorded == 35 and full.n_recorded == 60
+    assert prefix.estimate() == part.estimate()
+    assert full.recorded_prefix(60).estimate() == full.estimate()
+    with pytest.raises(lw.exceptions.LabelwiseError, match="n must be"):
+        full.recorded_prefix(61)
