@@ -74,6 +74,24 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             "--until-halfwidth applies to campaigns ('labelwise campaign'), not to a selection"
         )
     ws, sel = Workspace.open(args.dir)
+    est, doc = selection_estimate(args, ws, sel)
+    if args.json:
+        shown = est.to_dict()
+        if "regression" in doc:
+            shown["regression"] = doc["regression"]
+        print(dumps(shown, indent=2))
+    else:
+        print(format_estimate(est))
+    return 0
+
+
+def selection_estimate(
+    args: argparse.Namespace, ws: Workspace, sel: Selection
+) -> tuple[Estimate, dict[str, Any]]:
+    """Estimate from ``args.labels`` (every selected row labelled); writes DIR/estimate.json.
+
+    What ``labelwise estimate DIR`` does on a selection (``labelwise label`` calls it too).
+    """
     kind, ordered = ws.read_labels(args.labels, sel)
     scores, metric = _scores(args, ws, sel, kind, ordered)
     est = estimate(sel, scores, confidence=args.confidence, metric=metric)
@@ -89,14 +107,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                 stacklevel=1,
             )
     ws.write_estimate(doc)
-    if args.json:
-        shown = est.to_dict()
-        if "regression" in doc:
-            shown["regression"] = doc["regression"]
-        print(dumps(shown, indent=2))
-    else:
-        print(format_estimate(est))
-    return 0
+    return est, doc
 
 
 def regression_summary(est: Estimate) -> dict[str, Any]:
