@@ -178,9 +178,10 @@ def test_answers_are_recorded_as_estimate_records_them(
     assert code == 200 and kind == "application/json"
     assert st["current"]["row"] == order[0] and st["n_to_label"] == 12 and st["n_labelled"] == 0
     assert st["current"]["id"] == pile["ids"][order[0]]
-    assert [t["name"] for t in st["current"]["top"]][0] == NAMES[
-        int(pile["probs"][order[0]].argmax())
-    ]
+    assert (
+        next(t["name"] for t in st["current"]["top"])
+        == NAMES[int(pile["probs"][order[0]].argmax())]
+    )
     assert st["current"]["view"] == {"type": "image", "url": f"/api/image/{order[0]}"}
     for r in order[:4]:
         code, st = served.post("/api/answer", {"row": r, "value": int(pile["y"][r])})
@@ -280,7 +281,7 @@ def test_restart_resumes_with_skips_at_the_end(camp: Path, pile: dict[str, Any])
         s.close()
     s = LabelSession(camp)
     try:
-        assert s.queue() == order[4:] + [order[0]]
+        assert s.queue() == [*order[4:], order[0]]
         assert s.state()["n_labelled"] == 3
         s.undo()  # the answer log survives the restart
         assert s.queue()[0] == order[3]
