@@ -180,6 +180,20 @@ def test_restart_resumes_with_skips_at_the_end(camp: Path, pile: dict[str, Any])
         s.close()
 
 
+def test_the_page_follows_commands_run_beside_it(
+    served: Running, camp: Path, pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    order = proposed(camp)
+    served.post("/api/answer", {"row": order[0], "value": int(pile["y"][order[0]])})
+    assert main(["next", str(camp), "--batch", "3"]) == 0
+    st = json.loads(served.get("/api/state")[1])
+    assert st["n_to_label"] == 15 and st["n_labelled"] == 1
+    assert proposed(camp)[:12] == order  # the page kept what 'next' wrote
+    assert json.loads((camp / "campaign.state.json").read_text())["campaign"]["proposed"] == (
+        proposed(camp)
+    )
+
+
 def test_many_threads_answer_at_once(served: Running, camp: Path, pile: dict[str, Any]) -> None:
     """Two tabs' worth of answers racing: every row labelled once, the file always parseable."""
     order = proposed(camp)

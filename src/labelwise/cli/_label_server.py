@@ -152,6 +152,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _state(self) -> dict[str, Any]:
         session = self.server.session
         with session.lock:
+            session.refresh()
             st = session.state()
         if st["current"] is not None:
             st["current"]["view"] = self.server.renderer.view(st["current"]["row"])

@@ -506,8 +506,14 @@ class LabelSession:
             return None
         return (s.st_mtime_ns, s.st_size)
 
+    def refresh(self) -> None:
+        """Read the directory again if a command (``labelwise next``...) changed the state.
+
+        Call it holding :attr:`lock`; every action does.
+        """
+        self._refresh()
+
     def _refresh(self) -> None:
-        """Read the directory again if a command (``labelwise next``...) changed the state."""
         if self.st is not None and self._state_stamp() != self._stamp:
             self._open()
 
