@@ -88,6 +88,7 @@ def test_answers_are_recorded_as_estimate_records_them(
         cli["ci_high"],
     )
     assert cli["campaign"]["new_labels"] == 0  # the page had recorded them all
+    assert "8 proposed rows are not yet recorded" in st["estimate_note"]
     assert st["current"]["row"] == order[4]
     # the row's picture is the file under the image root
     code, body, kind = served.get(f"/api/image/{order[4]}")

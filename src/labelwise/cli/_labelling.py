@@ -431,8 +431,8 @@ class LabelSession:
         rows, values = self._labels_arrays()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            _, self.doc = record_and_estimate(self.args, self.st, rows, self.column, values)
-        self.est_note = "; ".join(dict.fromkeys(str(w.message) for w in caught))
+            est, self.doc = record_and_estimate(self.args, self.st, rows, self.column, values)
+        self.est_note = _notes(est.notes, caught)
         self._stamp = self._state_stamp()
 
     def _unrecord(self, row: int) -> None:
@@ -473,8 +473,8 @@ class LabelSession:
         args = argparse.Namespace(**vars(self.args), labels=self.path / LABELS)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            _, self.doc = selection_estimate(args, self.ws, self.sel)
-        self.est_note = "; ".join(dict.fromkeys(str(w.message) for w in caught))
+            est, self.doc = selection_estimate(args, self.ws, self.sel)
+        self.est_note = _notes(est.notes, caught)
 
     def _write_labels_file(self) -> None:
         path = self.path / LABELS
@@ -522,3 +522,8 @@ class LabelSession:
         self.st = CampaignState.open(self.path)
         self.ws = self.st.ws
         self._stamp = self._state_stamp()
+
+
+def _notes(notes: tuple[str, ...], caught: list[warnings.WarningMessage]) -> str:
+    """The estimate's notes and the warnings its computation gave, each once."""
+    return "; ".join(dict.fromkeys([*notes, *(str(w.message) for w in caught)]))
