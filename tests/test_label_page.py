@@ -240,3 +240,50 @@ def test_unknown_piles_show_nothing_and_ids_cannot_leave_the_root(tmp_path: Path
     )
     with pytest.raises(LabelwiseError, match="points outside"):
         r.image(0)
+
+
+def test_browser_many_classes_are_searched_and_an_unknown_pile_shows_the_row(
+    browser: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from labelwise.cli import main
+
+    rng = np.random.default_rng(3)
+    n, c = 150, 12
+    p = rng.dirichlet(np.ones(c), size=n)
+    np.save(tmp_path / "acts.npy", rng.normal(size=(n, 4)))
+    np.save(tmp_path / "probs.npy", p)
+    d = tmp_path / "camp"
+    argv = [
+        "campaign",
+        d,
+        "--activations",
+        tmp_path / "acts.npy",
+        "--probs",
+        tmp_path / "probs.npy",
+    ]
+    assert main([str(a) for a in [*argv, "--seed", "0", "--method", "srs"]]) == 0
+    assert main(["next", str(d), "--batch", "4"]) == 0
+    capsys.readouterr()
+    order = proposed(d)
+    served = Running(LabelSession(d))
+    page = browser.new_page()
+    try:
+        page.goto(served.url)
+        page.wait_for_selector(f"#rowline[data-row='{order[0]}']")
+        assert "nothing more is known" in page.inner_text("#view")
+        assert page.is_visible("#search")
+        assert page.locator("#classes button").count() == c
+        page.keyboard.press("/")
+        page.keyboard.type("class 11")
+        assert page.locator("#classes button").count() == 1
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#progress[data-labelled='1']")
+        assert labels_of(d) == {order[0]: 11}
+        # back on the page, the digit keys still pick the first ten classes
+        page.locator("body").click()
+        page.keyboard.press("0")
+        page.wait_for_selector("#progress[data-labelled='2']")
+        assert labels_of(d) == {order[0]: 11, order[1]: 9}
+    finally:
+        page.close()
+        served.stop()
