@@ -334,3 +334,36 @@ def test_a_regression_campaign_takes_numbers(
     assert np.allclose(values, target[order[:5]])
     cli = cli_estimate(d, capsys)
     assert (st["estimate"]["value"], st["estimate"]["ci_high"]) == (cli["value"], cli["ci_high"])
+
+
+def test_the_cli_serves_until_interrupted_and_keeps_a_second_server_off(
+    camp: Path, pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    cmd = [sys.executable, "-m", "labelwise.cli", "label", str(camp), "--port", "0"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        second = proc.stdout.readline()
+        assert "labelling the campaign in" in first and "0 of 12 rows labelled" in first, first
+        url = second.split()[1]
+        assert url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(url + "api/state", timeout=30) as r:
+            assert json.loads(r.read())["current"]["row"] == proposed(camp)[0]
+        assert main(["label", str(camp), "--port", "0"]) == 2
+        assert "is being labelled by another 'labelwise label'" in capsys.readouterr().err
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "stopped; 0 labels in" in out and "Traceback" not in err
