@@ -23,6 +23,7 @@ from . import (
     estimate,
     export,
     import_labels,
+    label,
     next_batch,
     quality,
     rank,
@@ -47,12 +48,14 @@ sequential campaign (the design learns from the labels; stop when the interval i
   labelwise campaign camp --activations cap/activations.npy --probs cap/probabilities.npy
   labelwise next camp --batch 20                 # label the new rows of camp/to_label.csv
   labelwise estimate camp --labels labels.csv --until-halfwidth 0.02
+  labelwise label camp --until-halfwidth 0.02   # or label on a local page, estimate live
 """
 
 SUBCOMMANDS = (
     select,
     campaign,
     next_batch,
+    label,
     estimate,
     export,
     import_labels,

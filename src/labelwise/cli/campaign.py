@@ -258,19 +258,46 @@ class CampaignState:
 def estimate_campaign(args: argparse.Namespace) -> int:
     """``labelwise estimate DIR`` when DIR holds a campaign: record the labels, estimate."""
     st = CampaignState.open(args.dir)
-    camp = st.camp
+    check_estimate_args(args, st)
+    store_classes(st.ws, getattr(args, "classes", None), n_classes=_n_probs(st))
+    rows, kind, values = st.ws.read_label_file(args.labels)
+    est, doc = record_and_estimate(args, st, rows, kind, values)
+    if args.json:
+        print(dumps(doc, indent=2))
+    else:
+        print(format_campaign_estimate(est, doc, st))
+    return 0
+
+
+def check_estimate_args(args: argparse.Namespace, st: CampaignState) -> None:
+    """``--until-halfwidth`` and ``--confidence`` for a campaign's estimate."""
     h = args.until_halfwidth
     if h is not None and not (0 < h < 1):
         raise LabelwiseError(f"--until-halfwidth must be in (0, 1), got {h}")
-    if h is not None and camp.method == "active":
+    if h is not None and st.camp.method == "active":
         raise LabelwiseError(
             "--until-halfwidth needs an anytime-valid interval, which method 'active' does not "
             "have; start the campaign with another --method"
         )
     if not 0 < args.confidence < 1:
         raise LabelwiseError(f"--confidence must be in (0, 1), got {args.confidence}")
-    store_classes(st.ws, getattr(args, "classes", None), n_classes=_n_probs(st))
-    rows, kind, values = st.ws.read_label_file(args.labels)
+
+
+def record_and_estimate(
+    args: argparse.Namespace,
+    st: CampaignState,
+    rows: NDArray[np.int64],
+    kind: str,
+    values: NDArray[Any],
+) -> tuple[Estimate, dict[str, Any]]:
+    """Record the labels not recorded yet, estimate, save the state and DIR/estimate.json.
+
+    What ``labelwise estimate DIR --labels FILE`` does with FILE's rows (``labelwise label``
+    calls it too). ``args`` carries ``confidence``, ``until_halfwidth``, ``predictions`` and
+    ``n_classes``. Any error leaves the state as it was.
+    """
+    camp = st.camp
+    h = args.until_halfwidth
     new_rows, new_values = _new_labels(st, rows, kind, values)
     scores = _scores(args, st, kind, new_rows, new_values)
     camp.record(new_rows, scores)
@@ -312,11 +339,7 @@ def estimate_campaign(args: argparse.Namespace) -> int:
         doc["by_class"] = by_class(names, truth, (predicted == truth).astype(np.float64))
     st.save()  # only now: any error above leaves the state as it was
     st.ws.write_estimate(doc)
-    if args.json:
-        print(dumps(doc, indent=2))
-    else:
-        print(format_campaign_estimate(est, doc, st))
-    return 0
+    return est, doc
 
 
 def _n_probs(st: CampaignState) -> int | None:

@@ -79,6 +79,26 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     store_classes(
         ws, args.classes, n_classes=None if probs is None or probs.ndim != 2 else probs.shape[1]
     )
+    est, doc = selection_estimate(args, ws, sel)
+    if args.json:
+        shown = est.to_dict()
+        if "regression" in doc:
+            shown["regression"] = doc["regression"]
+        print(dumps(shown, indent=2))
+    else:
+        print(format_estimate(est))
+        if "by_class" in doc:
+            print(format_by_class(doc["by_class"]))
+    return 0
+
+
+def selection_estimate(
+    args: argparse.Namespace, ws: Workspace, sel: Selection
+) -> tuple[Estimate, dict[str, Any]]:
+    """Estimate from ``args.labels`` (every selected row labelled); writes DIR/estimate.json.
+
+    What ``labelwise estimate DIR`` does on a selection (``labelwise label`` calls it too).
+    """
     kind, ordered = ws.read_labels(args.labels, sel)
     scores, metric = _scores(args, ws, sel, kind, ordered)
     est = estimate(sel, scores, confidence=args.confidence, metric=metric)
@@ -97,16 +117,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                 stacklevel=1,
             )
     ws.write_estimate(doc)
-    if args.json:
-        shown = est.to_dict()
-        if "regression" in doc:
-            shown["regression"] = doc["regression"]
-        print(dumps(shown, indent=2))
-    else:
-        print(format_estimate(est))
-        if "by_class" in doc:
-            print(format_by_class(doc["by_class"]))
-    return 0
+    return est, doc
 
 
 def by_class(

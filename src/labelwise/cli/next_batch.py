@@ -6,6 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from ..exceptions import LabelwiseError
 from .campaign import STATE_FILE, CampaignState
 
@@ -33,21 +36,8 @@ def cmd_next(args: argparse.Namespace) -> int:
     st = CampaignState.open(args.dir)
     camp = st.camp
     left = camp.population_size - camp.n_proposed
-    if args.batch < 1:
-        raise LabelwiseError(f"--batch must be a positive integer, got {args.batch}")
-    if left == 0:
-        raise LabelwiseError("--batch: every row of the pile has been proposed already")
-    if args.batch > left:
-        raise LabelwiseError(
-            f"--batch must be at most the {left:,} rows not yet proposed, got {args.batch}"
-        )
     waiting = int(camp.pending.size)
-    rows = camp.propose(args.batch)
-    st.last_batch = int(rows.size)
-    proposed = st.camp.proposed
-    # to_label.csv first: if saving the state then fails, the next call proposes these again
-    st.ws.write_to_label(proposed, new_from=proposed.size - rows.size)
-    st.save()
+    rows = propose_batch(st, args.batch)
     left -= rows.size
     print(
         f"{camp.method} campaign: {rows.size} new rows to label; {camp.n_proposed} proposed, "
@@ -61,3 +51,27 @@ def cmd_next(args: argparse.Namespace) -> int:
         )
     print(f"  wrote {st.ws.to_label} (column new = 1 for these) and {st.ws.path / STATE_FILE}")
     return 0
+
+
+def propose_batch(st: CampaignState, batch: int) -> NDArray[np.int64]:
+    """Propose ``batch`` more rows; rewrite DIR/to_label.csv and save the state.
+
+    What ``labelwise next DIR --batch BATCH`` does (``labelwise label`` calls it too).
+    """
+    camp = st.camp
+    left = camp.population_size - camp.n_proposed
+    if batch < 1:
+        raise LabelwiseError(f"--batch must be a positive integer, got {batch}")
+    if left == 0:
+        raise LabelwiseError("--batch: every row of the pile has been proposed already")
+    if batch > left:
+        raise LabelwiseError(
+            f"--batch must be at most the {left:,} rows not yet proposed, got {batch}"
+        )
+    rows = camp.propose(batch)
+    st.last_batch = int(rows.size)
+    proposed = st.camp.proposed
+    # to_label.csv first: if saving the state then fails, the next call proposes these again
+    st.ws.write_to_label(proposed, new_from=proposed.size - rows.size)
+    st.save()
+    return rows

@@ -1,0 +1,98 @@
+"""``labelwise label``: label a campaign's or a selection's rows on a local web page."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import webbrowser
+from pathlib import Path
+from typing import Any
+
+from ._label_server import make_server
+from ._labelling import LabelSession
+
+DEFAULT_PORT = 8765
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "label",
+        help="label the rows of a campaign or selection on a local web page",
+        description=(
+            "Serve a page, on this machine only by default, that shows each row to label in "
+            "the campaign's (or selection's) order: the image or table row when the pile is "
+            "known from 'labelwise capture', the model's top classes, one button and key per "
+            "class (a number field for regression), skip and undo. Every answer is saved at "
+            "once into DIR/labels.csv and, for a campaign, recorded as 'labelwise estimate "
+            "DIR --labels DIR/labels.csv' records it; the page shows the live estimate and "
+            "its interval. Stop with Ctrl-C; run it again to resume where you stopped."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument(
+        "dir",
+        type=Path,
+        help="campaign directory ('labelwise campaign' + 'labelwise next') or selection "
+        "directory ('labelwise select')",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    p.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="port to listen on (0: a free one)"
+    )
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --host other than this machine (anyone who reaches it can label)",
+    )
+    p.add_argument("--open", action="store_true", help="open the page in a web browser")
+    p.add_argument(
+        "--until-halfwidth",
+        type=float,
+        metavar="H",
+        help="campaigns only: say 'stop now' once the anytime-valid interval has half-width <= H",
+    )
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence level")
+    p.add_argument(
+        "--batch",
+        type=int,
+        default=20,
+        help="campaigns: rows the page proposes when the proposed ones are all labelled",
+    )
+    p.add_argument(
+        "--predictions",
+        type=Path,
+        help="regression campaigns: the model's outputs, .npy, if the campaign did not record "
+        "them (as for 'labelwise estimate')",
+    )
+    p.set_defaults(func=cmd_label)
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    session = LabelSession(
+        args.dir,
+        confidence=args.confidence,
+        until_halfwidth=args.until_halfwidth,
+        predictions=args.predictions,
+        batch=args.batch,
+    )
+    try:
+        server = make_server(session, args.host, args.port, allow_remote=args.allow_remote)
+        try:
+            st = session.state()
+            print(
+                f"labelling the {session.kind} in {session.path}: {st['n_labelled']} of "
+                f"{st['n_to_label']} rows labelled"
+            )
+            print(f"  open {server.url}  (Ctrl-C to stop; answers are saved as you go)")
+            sys.stdout.flush()
+            if args.open:
+                webbrowser.open(server.url)
+            with contextlib.suppress(KeyboardInterrupt):
+                server.serve_forever()
+        finally:
+            server.server_close()
+    finally:
+        session.close()
+    print(f"stopped; {len(session.labels)} labels in {session.path / 'labels.csv'}")
+    return 0
