@@ -2,6 +2,20 @@
 
 Section code of value x for neuron j (K equal sections over [lo_j, hi_j], last one closed):
     code = min(floor((x - lo_j) * K / (hi_j - lo_j)), K - 1)
+computed in float64 whatever the input dtype. A neuron that is constant on the pile gets
+``scale = 0``, so every value is in section 0 and the passes need no column index.
+
+The pile passes take one C-contiguous block of rows at a time (the whole array when it is in
+memory or memory-mapped) and add into per-task accumulators, so a pile read block by block
+gives the same result as one call on the whole array:
+
+- :func:`range_pass`: per-column minimum and maximum in the input dtype (exact), and a
+  per-column NaN/infinity flag (``v - v`` is 0 for finite values and NaN otherwise). No
+  branch depends on the data, so the loop is vectorised; the first bad row is located only
+  when a flag is set.
+- :func:`histogram_pass`: the codes of one row are computed into a small buffer (vectorised),
+  then counted into a per-task (K, m) int32 table (a ReLU layer's zeros share section 0, so
+  the counters of one row are mostly contiguous).
 """
 
 from __future__ import annotations
@@ -17,10 +31,14 @@ OBJ_CE = 0  # Eq. 8: -sum P_S log max(P_T, eps)
 OBJ_CE_COMMON = 1  # Eq. 8 restricted to sections with P_S >= 0.5 / |T|
 OBJ_KL = 2  # KL(P_T || P_S) (Sec. 4.3.4)
 
+#: Neurons per block of the scoring kernel: their tables (K x (q + 1) float64 each) stay in
+#: the core's cache while every candidate group of a task is scored over them.
+SCORE_BLOCK = 64
+
 
 @nb.njit(inline="always")
 def _code(x: float, lo: float, scale: float, n_sections: int) -> int:
-    k = int((x - lo) * scale)
+    k = np.int32((np.float64(x) - lo) * scale)
     if k >= n_sections:
         return n_sections - 1
     if k < 0:
@@ -28,69 +46,55 @@ def _code(x: float, lo: float, scale: float, n_sections: int) -> int:
     return k
 
 
-def _section_histogram(
-    x: Any, cols: Any, lo: Any, scale: Any, n_sections: int, n_chunks: int
-) -> Any:
-    n_rows = x.shape[0]
-    m = cols.shape[0]
-    # (section, neuron) layout: most values of a ReLU layer share section 0, so the counters
-    # touched by one row are mostly contiguous; int32 halves the cache footprint.
-    partial = np.zeros((n_chunks, n_sections, m), dtype=np.int32)
-    step = (n_rows + n_chunks - 1) // n_chunks
-    for c in nb.prange(n_chunks):
-        start = c * step
-        stop = min(n_rows, start + step)
-        for i in range(start, stop):
-            for jj in range(m):
-                j = cols[jj]
-                partial[c, _code(x[i, j], lo[jj], scale[jj], n_sections), jj] += 1
-    out = np.zeros((m, n_sections), dtype=np.int64)
-    for c in range(n_chunks):
-        for k in range(n_sections):
-            for jj in range(m):
-                out[jj, k] += partial[c, k, jj]
-    return out
+def _bounds(n_rows: int, n_tasks: int, task: int) -> tuple[int, int]:
+    step = (n_rows + n_tasks - 1) // n_tasks
+    start = min(n_rows, task * step)
+    return start, min(n_rows, start + step)
 
 
-def _column_range(x: Any, n_chunks: int) -> Any:
+_bounds_jit = nb.njit(inline="always")(_bounds)
+
+
+def _range_block(x: Any, lo: Any, hi: Any, flag: Any) -> None:
     n_rows, m = x.shape
-    lo = np.empty((n_chunks, m), dtype=np.float64)
-    hi = np.empty((n_chunks, m), dtype=np.float64)
-    bad = np.full(n_chunks, n_rows, dtype=np.int64)
-    step = (n_rows + n_chunks - 1) // n_chunks
-    for c in nb.prange(n_chunks):
-        start = c * step
-        stop = min(n_rows, start + step)
-        for j in range(m):
-            lo[c, j] = np.inf
-            hi[c, j] = -np.inf
+    n_tasks = lo.shape[0]
+    for t in nb.prange(n_tasks):
+        start, stop = _bounds_jit(n_rows, n_tasks, t)
+        lo_t = lo[t]
+        hi_t = hi[t]
+        flag_t = flag[t]
         for i in range(start, stop):
+            row = x[i]
             for j in range(m):
-                v = x[i, j]
-                if v - v != 0.0 and i < bad[c]:  # NaN or infinity
-                    bad[c] = i
-                if v < lo[c, j]:
-                    lo[c, j] = v
-                if v > hi[c, j]:
-                    hi[c, j] = v
-    out_lo = lo[0].copy()
-    out_hi = hi[0].copy()
-    for c in range(1, n_chunks):
+                v = row[j]
+                a = lo_t[j]
+                lo_t[j] = v if v < a else a
+                b = hi_t[j]
+                hi_t[j] = v if v > b else b
+                flag_t[j] += v - v
+
+
+def _histogram_block(x: Any, lo: Any, scale: Any, n_sections: int, part: Any) -> None:
+    n_rows, m = x.shape
+    n_tasks = part.shape[0]
+    for t in nb.prange(n_tasks):
+        start, stop = _bounds_jit(n_rows, n_tasks, t)
+        codes = np.empty(m, dtype=np.int32)
+        part_t = part[t]
+        for i in range(start, stop):
+            row = x[i]
+            for j in range(m):
+                codes[j] = _code(row[j], lo[j], scale[j], n_sections)
+            for j in range(m):
+                part_t[codes[j], j] += 1
+
+
+def _row_codes(x: Any, rows: Any, lo: Any, scale: Any, n_sections: int, out: Any) -> None:
+    m = x.shape[1]
+    for r in nb.prange(rows.shape[0]):
+        row = x[rows[r]]
         for j in range(m):
-            out_lo[j] = min(out_lo[j], lo[c, j])
-            out_hi[j] = max(out_hi[j], hi[c, j])
-    return out_lo, out_hi, bad.min()
-
-
-@nb.njit(cache=True, nogil=True)
-def row_codes(x: Any, rows: Any, cols: Any, lo: Any, scale: Any, n_sections: int) -> Any:
-    """Section codes of the given rows: shape (len(rows), len(cols)), uint8."""
-    out = np.empty((rows.shape[0], cols.shape[0]), dtype=np.uint8)
-    for r in range(rows.shape[0]):
-        i = rows[r]
-        for jj in range(cols.shape[0]):
-            out[r, jj] = _code(x[i, cols[jj]], lo[jj], scale[jj], n_sections)
-    return out
+            out[r, j] = _code(row[j], lo[j], scale[j], n_sections)
 
 
 @nb.njit(inline="always")
@@ -114,13 +118,7 @@ def _phi(
     return -p_s * tab_log[c]
 
 
-def _score_groups(
-    x: Any,
-    groups: Any,
-    cols: Any,
-    lo: Any,
-    scale: Any,
-    n_sections: int,
+def _phi_table(
     counts: Any,
     p_s: Any,
     log_p_s: Any,
@@ -129,79 +127,120 @@ def _score_groups(
     tab_plogp: Any,
     tab_p: Any,
     threshold: float,
-    step1: Any,
+    q: int,
 ) -> Any:
-    """Change in the summed objective when each candidate group is added to T.
-
-    ``groups`` is (l, q) row indices; ``counts`` the (m, K) section counts of T. Only the
-    cells a group touches change, so a group costs O(q m) instead of O(K m). Most touched
-    cells gain one row: ``step1[k, j]`` = phi(c + 1) - phi(c) is precomputed per step in a
-    (section, neuron) layout, so those cost one contiguous read.
-    """
-    n_groups, q = groups.shape
-    m = cols.shape[0]
-    out = np.empty(n_groups, dtype=np.float64)
-    for g in nb.prange(n_groups):
-        codes = np.empty((q, m), dtype=np.uint8)
-        for r in range(q):
-            i = groups[g, r]
-            for jj in range(m):
-                codes[r, jj] = _code(x[i, cols[jj]], lo[jj], scale[jj], n_sections)
-        total = 0.0
-        for jj in range(m):
-            for r in range(q):
-                k = codes[r, jj]
-                first = True
-                for r2 in range(r):
-                    if codes[r2, jj] == k:
-                        first = False
-                        break
-                if not first:
-                    continue
-                d = 1
-                for r2 in range(r + 1, q):
-                    if codes[r2, jj] == k:
-                        d += 1
-                if d == 1:
-                    total += step1[k, jj]
-                    continue
-                c = counts[jj, k]
-                ps = p_s[jj, k]
-                lps = log_p_s[jj, k]
-                total += _phi(objective, c + d, ps, lps, tab_log, tab_plogp, tab_p, threshold)
-                total -= _phi(objective, c, ps, lps, tab_log, tab_plogp, tab_p, threshold)
-        out[g] = total
+    m, n_sections = counts.shape
+    out = np.empty((m, n_sections, q + 1), dtype=np.float64)
+    for jj in nb.prange(m):
+        for k in range(n_sections):
+            c = counts[jj, k]
+            ps = p_s[jj, k]
+            lps = log_p_s[jj, k]
+            for d in range(q + 1):
+                v = _phi(objective, c + d, ps, lps, tab_log, tab_plogp, tab_p, threshold)
+                out[jj, k, d] = v
     return out
 
 
-# One compiled (parallel) dispatcher per kernel. Two dispatchers of one Python function must
-# not both use cache=True: numba's on-disk cache key ignores the ``parallel`` flag, so one
-# would silently load the other's machine code. Small inputs run on one thread instead, as
-# thread start-up costs more than the work (and stalls when the machine is busy).
+def _score_codes(codes: Any, pos: Any, cols: Any, phi: Any, block: int, n_tasks: int) -> Any:
+    """Change in the summed objective when each candidate group is added to T.
+
+    ``codes`` holds the section codes of the candidate rows (all columns), ``pos`` (l, q) the
+    groups as row positions in ``codes``; ``phi[jj, k, d]`` is the cell term of neuron
+    ``cols[jj]``, section k, with d more rows in T. Only the cells a group touches change,
+    so a group costs O(q m) whatever N and K: a cell reached by one row of the group adds
+    phi(c + 1) - phi(c), one reached by d > 1 rows adds phi(c + d) and subtracts phi(c).
+    The sum runs over neurons in order for each group (tasks split the groups; neurons are
+    taken in cache-sized blocks), so it does not depend on the number of threads.
+    """
+    n_groups, q = pos.shape
+    m = cols.shape[0]
+    out = np.zeros(n_groups, dtype=np.float64)
+    for t in nb.prange(n_tasks):
+        g0, g1 = _bounds_jit(n_groups, n_tasks, t)
+        ks = np.empty(q, dtype=np.int32)
+        for b0 in range(0, m, block):
+            b1 = min(m, b0 + block)
+            for g in range(g0, g1):
+                total = out[g]
+                for jj in range(b0, b1):
+                    j = cols[jj]
+                    for r in range(q):
+                        ks[r] = codes[pos[g, r], j]
+                    for r in range(q):
+                        k = ks[r]
+                        first = True
+                        for r2 in range(r):
+                            if ks[r2] == k:
+                                first = False
+                                break
+                        if not first:
+                            continue
+                        d = 1
+                        for r2 in range(r + 1, q):
+                            if ks[r2] == k:
+                                d += 1
+                        if d == 1:
+                            total += phi[jj, k, 1] - phi[jj, k, 0]
+                        else:
+                            total += phi[jj, k, d]
+                            total -= phi[jj, k, 0]
+                out[g] = total
+    return out
+
+
+# One compiled dispatcher per kernel, parallel; small inputs run it on one thread, as thread
+# start-up costs more than the work (and stalls when the machine is busy). Never compile
+# one Python function twice with cache=True (numba's disk cache key ignores ``parallel``).
 PARALLEL_WORK = 2_000_000
-_hist = nb.njit(parallel=True, cache=True, nogil=True)(_section_histogram)
-_range = nb.njit(parallel=True, cache=True, nogil=True)(_column_range)
-_score = nb.njit(parallel=True, cache=True, nogil=True)(_score_groups)
+_range = nb.njit(parallel=True, cache=True, nogil=True)(_range_block)
+_hist = nb.njit(parallel=True, cache=True, nogil=True)(_histogram_block)
+_codes = nb.njit(parallel=True, cache=True, nogil=True)(_row_codes)
+_phis = nb.njit(parallel=True, cache=True, nogil=True)(_phi_table)
+_score = nb.njit(parallel=True, cache=True, nogil=True)(_score_codes)
 
 
 def _threads_for(work: int) -> Any:
     return threads_for(work, PARALLEL_WORK, tasks_per_thread=4)
 
 
-def column_range(x: Any) -> tuple[Any, Any, int]:
-    """Per-column minimum and maximum in one pass, and the first row holding NaN or
-    infinity (``x.shape[0]`` when every value is finite)."""
-    with _threads_for(x.size) as chunks:
-        return _range(x, max(1, min(x.shape[0], chunks)))
+def n_tasks(n_rows: int, n_cols: int) -> int:
+    """How many row ranges a pass over a pile of this shape is split into."""
+    with _threads_for(n_rows * n_cols) as tasks:
+        return max(1, min(n_rows, tasks))
 
 
-def section_histogram(x: Any, cols: Any, lo: Any, scale: Any, n_sections: int) -> Any:
-    """Counts of rows per (neuron, section) for the neurons in ``cols``: shape (len(cols), K)."""
-    with _threads_for(x.shape[0] * cols.shape[0]) as chunks:
-        return _hist(x, cols, lo, scale, n_sections, max(1, min(x.shape[0], chunks)))
+def range_pass(x: Any, lo: Any, hi: Any, flag: Any) -> None:
+    """Add one block of rows to the per-task minima, maxima and non-finite flags.
+
+    ``lo``, ``hi`` and ``flag`` are (tasks, m) arrays of ``x.dtype``, started at +inf, -inf
+    and 0; a flag becomes NaN once its column has held NaN or infinity.
+    """
+    with _threads_for(x.size):
+        _range(x, lo, hi, flag)
 
 
-def score_groups(x: Any, groups: Any, cols: Any, *args: Any) -> Any:
-    """Change in the summed objective for each candidate group; see ``_score_groups``."""
-    with _threads_for(groups.size * cols.shape[0]):
-        return _score(x, groups, cols, *args)
+def histogram_pass(x: Any, lo: Any, scale: Any, n_sections: int, part: Any) -> None:
+    """Add the section counts of one block of rows to ``part`` ((tasks, K, m) int32)."""
+    with _threads_for(x.size):
+        _hist(x, lo, scale, n_sections, part)
+
+
+def row_codes(x: Any, rows: Any, lo: Any, scale: Any, n_sections: int) -> Any:
+    """Section codes of the given rows of ``x`` over all its columns: (len(rows), m) uint8."""
+    out = np.empty((rows.shape[0], x.shape[1]), dtype=np.uint8)
+    with _threads_for(out.size):
+        _codes(x, rows, lo, scale, n_sections, out)
+    return out
+
+
+def phi_table(counts: Any, *args: Any) -> Any:
+    """Cell terms phi(c + d) for d in 0..q per (neuron, section): (m, K, q + 1)."""
+    with _threads_for(counts.size * 8):
+        return _phis(counts, *args)
+
+
+def score_codes(codes: Any, pos: Any, cols: Any, phi: Any) -> Any:
+    """Change in the summed objective for each candidate group; see ``_score_codes``."""
+    with _threads_for(pos.size * cols.shape[0]) as tasks:
+        return _score(codes, pos, cols, phi, SCORE_BLOCK, max(1, min(pos.shape[0], tasks)))
