@@ -65,13 +65,13 @@ def _range_block(x: Any, lo: Any, hi: Any, flag: Any) -> None:
         flag_t = flag[t]
         for i in range(start, stop):
             row = x[i]
+            # Two loops over the row, each without a data-dependent branch, so both are
+            # vectorised (one fused loop is not).
             for j in range(m):
-                v = row[j]
-                a = lo_t[j]
-                lo_t[j] = v if v < a else a
-                b = hi_t[j]
-                hi_t[j] = v if v > b else b
-                flag_t[j] += v - v
+                lo_t[j] = np.minimum(lo_t[j], row[j])
+                hi_t[j] = np.maximum(hi_t[j], row[j])
+            for j in range(m):
+                flag_t[j] += row[j] - row[j]
 
 
 def _histogram_block(x: Any, lo: Any, scale: Any, n_sections: int, part: Any) -> None:
@@ -129,62 +129,113 @@ def _phi_table(
     threshold: float,
     q: int,
 ) -> Any:
+    """What a cell adds and then subtracts when d rows of a group fall in it.
+
+    ``out[jj, k, d, 0]`` is phi(c + 1) - phi(c) for d = 1 and phi(c + d) for d > 1;
+    ``out[jj, k, d, 1]`` is 0 for d = 1 and phi(c) for d > 1 (c the count of T). Row K of
+    every neuron is zero: the scoring kernel sends the second and later rows of a group that
+    share a section there, so every row costs the same two additions and no branch.
+    """
     m, n_sections = counts.shape
-    out = np.empty((m, n_sections, q + 1), dtype=np.float64)
+    out = np.zeros((m, n_sections + 1, q + 1, 2), dtype=np.float64)
     for jj in nb.prange(m):
         for k in range(n_sections):
             c = counts[jj, k]
             ps = p_s[jj, k]
             lps = log_p_s[jj, k]
-            for d in range(q + 1):
-                v = _phi(objective, c + d, ps, lps, tab_log, tab_plogp, tab_p, threshold)
-                out[jj, k, d] = v
+            p0 = _phi(objective, c, ps, lps, tab_log, tab_plogp, tab_p, threshold)
+            for d in range(1, q + 1):
+                pd = _phi(objective, c + d, ps, lps, tab_log, tab_plogp, tab_p, threshold)
+                if d == 1:
+                    out[jj, k, d, 0] = pd - p0
+                else:
+                    out[jj, k, d, 0] = pd
+                    out[jj, k, d, 1] = p0
     return out
+
+
+@nb.njit(inline="always")
+def _cell(total: float, k: int, d: int, first: bool, ab: Any, n_sections: int) -> float:
+    kk = k if first else n_sections
+    total += ab[kk, d, 0]
+    total -= ab[kk, d, 1]
+    return total
+
+
+@nb.njit(inline="always")
+def _cell5(total: float, c0: Any, c1: Any, c2: Any, c3: Any, c4: Any, j: int, ab: Any) -> float:
+    n_sections = ab.shape[0] - 1
+    k0 = np.int64(c0[j])
+    k1 = np.int64(c1[j])
+    k2 = np.int64(c2[j])
+    k3 = np.int64(c3[j])
+    k4 = np.int64(c4[j])
+    e01 = k0 == k1
+    e02 = k0 == k2
+    e03 = k0 == k3
+    e04 = k0 == k4
+    e12 = k1 == k2
+    e13 = k1 == k3
+    e14 = k1 == k4
+    e23 = k2 == k3
+    e24 = k2 == k4
+    e34 = k3 == k4
+    total = _cell(total, k0, 1 + e01 + e02 + e03 + e04, True, ab, n_sections)
+    total = _cell(total, k1, 1 + e01 + e12 + e13 + e14, not e01, ab, n_sections)
+    total = _cell(total, k2, 1 + e02 + e12 + e23 + e24, not (e02 or e12), ab, n_sections)
+    total = _cell(total, k3, 1 + e03 + e13 + e23 + e34, not (e03 or e13 or e23), ab, n_sections)
+    first4 = not (e04 or e14 or e24 or e34)
+    return _cell(total, k4, 1 + e04 + e14 + e24 + e34, first4, ab, n_sections)
 
 
 def _score_codes(codes: Any, pos: Any, cols: Any, phi: Any, block: int, n_tasks: int) -> Any:
     """Change in the summed objective when each candidate group is added to T.
 
     ``codes`` holds the section codes of the candidate rows (all columns), ``pos`` (l, q) the
-    groups as row positions in ``codes``; ``phi[jj, k, d]`` is the cell term of neuron
-    ``cols[jj]``, section k, with d more rows in T. Only the cells a group touches change,
-    so a group costs O(q m) whatever N and K: a cell reached by one row of the group adds
-    phi(c + 1) - phi(c), one reached by d > 1 rows adds phi(c + d) and subtracts phi(c).
-    The sum runs over neurons in order for each group (tasks split the groups; neurons are
-    taken in cache-sized blocks), so it does not depend on the number of threads.
+    groups as row positions in ``codes``; ``phi`` is :func:`_phi_table`'s. Only the cells a
+    group touches change, so a group costs O(q m) whatever N and K: a cell reached by one
+    row of the group adds phi(c + 1) - phi(c), one reached by d > 1 rows adds phi(c + d) and
+    subtracts phi(c).
+
+    Each group's sum runs over neurons in order and, per neuron, over its rows in order,
+    whatever the number of threads (tasks split the groups). Neurons are taken in blocks of
+    ``block`` so that their tables and the candidates' codes stay in the core's cache while
+    every group of the task is scored over them; q = 5 (the paper's) is written out.
     """
     n_groups, q = pos.shape
     m = cols.shape[0]
+    n_sections = phi.shape[1] - 1
     out = np.zeros(n_groups, dtype=np.float64)
     for t in nb.prange(n_tasks):
         g0, g1 = _bounds_jit(n_groups, n_tasks, t)
-        ks = np.empty(q, dtype=np.int32)
+        ks = np.empty(q, dtype=np.int64)
         for b0 in range(0, m, block):
             b1 = min(m, b0 + block)
             for g in range(g0, g1):
                 total = out[g]
-                for jj in range(b0, b1):
-                    j = cols[jj]
-                    for r in range(q):
-                        ks[r] = codes[pos[g, r], j]
-                    for r in range(q):
-                        k = ks[r]
-                        first = True
-                        for r2 in range(r):
-                            if ks[r2] == k:
-                                first = False
-                                break
-                        if not first:
-                            continue
-                        d = 1
-                        for r2 in range(r + 1, q):
-                            if ks[r2] == k:
-                                d += 1
-                        if d == 1:
-                            total += phi[jj, k, 1] - phi[jj, k, 0]
-                        else:
-                            total += phi[jj, k, d]
-                            total -= phi[jj, k, 0]
+                if q == 5:
+                    c0 = codes[pos[g, 0]]
+                    c1 = codes[pos[g, 1]]
+                    c2 = codes[pos[g, 2]]
+                    c3 = codes[pos[g, 3]]
+                    c4 = codes[pos[g, 4]]
+                    for jj in range(b0, b1):
+                        total = _cell5(total, c0, c1, c2, c3, c4, cols[jj], phi[jj])
+                else:
+                    for jj in range(b0, b1):
+                        j = cols[jj]
+                        ab = phi[jj]
+                        for r in range(q):
+                            ks[r] = codes[pos[g, r], j]
+                        for r in range(q):
+                            k = ks[r]
+                            d = 0
+                            for r2 in range(q):
+                                d += ks[r2] == k
+                            first = True
+                            for r2 in range(r):
+                                first &= ks[r2] != k
+                            total = _cell(total, k, d, first, ab, n_sections)
                 out[g] = total
     return out
 
@@ -235,7 +286,7 @@ def row_codes(x: Any, rows: Any, lo: Any, scale: Any, n_sections: int) -> Any:
 
 
 def phi_table(counts: Any, *args: Any) -> Any:
-    """Cell terms phi(c + d) for d in 0..q per (neuron, section): (m, K, q + 1)."""
+    """Per-step cell tables for the scoring kernel: (m, K + 1, q + 1, 2); see ``_phi_table``."""
     with _threads_for(counts.size * 8):
         return _phis(counts, *args)
 
