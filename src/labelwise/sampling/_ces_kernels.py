@@ -37,7 +37,7 @@ SCORE_BLOCK = 64
 
 
 @nb.njit(inline="always")
-def _code(x: float, lo: float, scale: float, n_sections: int) -> int:
+def _code(x: float, lo: float, scale: float, n_sections: int) -> Any:
     k = np.int32((np.float64(x) - lo) * scale)
     if k >= n_sections:
         return n_sections - 1
@@ -155,7 +155,7 @@ def _phi_table(
 
 
 @nb.njit(inline="always")
-def _cell(total: float, k: int, d: int, first: bool, ab: Any, n_sections: int) -> float:
+def _cell(total: float, k: Any, d: Any, first: bool, ab: Any, n_sections: int) -> float:
     kk = k if first else n_sections
     total += ab[kk, d, 0]
     total -= ab[kk, d, 1]
