@@ -14,10 +14,15 @@ candidate groups under one of these objectives (each averaged over the m neurons
 
 The estimator is the sample mean (Eq. 10); see :func:`labelwise.ces_estimate`.
 
-Implementation: section bounds and P_S come from one fused pass over the pile (numba);
-T's per-neuron section counts are kept incrementally; a candidate group is scored by the
-change of only the (neuron, section) cells it touches, with per-step lookup tables for the
-count-dependent terms, so a step costs O(l q m), independent of N and K.
+Implementation: two streaming passes over the pile, each one read (the sections need the
+global range): per-column bounds with the NaN/infinity check, then the section histogram
+(numba, threads over row ranges with task-local accumulators). A NumPy array or memory-mapped
+``.npy`` is read in place; zarr, dask and other sliceable arrays block by block
+(``np.asarray(x[a:b])``). T's per-neuron section counts are kept incrementally; each step
+reads the distinct candidate rows once, computes their section codes once, tabulates the
+count-dependent cell terms, and scores a group by the change of only the (neuron, section)
+cells it touches, so a step costs O(l q m), independent of N and K, and allocates nothing
+proportional to N (free rows are mapped from positions through the sorted chosen rows).
 """
 
 from __future__ import annotations
