@@ -166,9 +166,8 @@ def main() -> None:
     print(f"  {'part':40s} {'seconds':>8s} {'plain read':>11s} {'ratio':>7s}")
     for name, t, r in rows:
         print(f"  {name:40s} {t:8.3f} {r:11.3f} {t / r:6.2f}x")
-    print(
-        f"  selected {len(sel[-1])} rows, objective {sel[-1].diagnostics['objective_trace'][-1]:.4f}"
-    )
+    last = sel[-1]
+    print(f"  selected {len(last)} rows, objective {last.diagnostics['objective_trace'][-1]:.4f}")
     print(f"  peak anonymous memory {anon_peak_gb():.2f} GB")
     if args.memmap is not None and not args.keep:
         del x, state
