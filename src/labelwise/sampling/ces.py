@@ -14,15 +14,21 @@ candidate groups under one of these objectives (each averaged over the m neurons
 
 The estimator is the sample mean (Eq. 10); see :func:`labelwise.ces_estimate`.
 
-Implementation: section bounds and P_S come from one fused pass over the pile (numba);
-T's per-neuron section counts are kept incrementally; a candidate group is scored by the
-change of only the (neuron, section) cells it touches, with per-step lookup tables for the
-count-dependent terms, so a step costs O(l q m), independent of N and K.
+Implementation: two streaming passes over the pile, each one read (the sections need the
+global range): per-column bounds with the NaN/infinity check, then the section histogram
+(numba, threads over row ranges with task-local accumulators). A NumPy array or memory-mapped
+``.npy`` is read in place; zarr, dask and other sliceable arrays block by block
+(``np.asarray(x[a:b])``). T's per-neuron section counts are kept incrementally; each step
+reads the distinct candidate rows once, computes their section codes once, tabulates the
+count-dependent cell terms, and scores a group by the change of only the (neuron, section)
+cells it touches, so a step costs O(l q m), independent of N and K, and allocates nothing
+proportional to N (free rows are mapped from positions through the sorted chosen rows).
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -161,25 +167,92 @@ def ces_objective(
     return state.objective()
 
 
+class _Pile:
+    """Row blocks and row gathers of an (N, m) pile without reading it whole.
+
+    A NumPy array (a memory-mapped ``.npy`` included) in float32 or float64 and C order is
+    passed to the kernels as it is, one block for the whole pile (memory-mapped pages are
+    read by the kernels' threads, never copied). Anything else with ``shape``, ``dtype``
+    and slicing (a zarr or dask array, an HDF5 dataset, a non-contiguous or integer array)
+    is read in blocks of about :data:`BLOCK_BYTES` with ``np.asarray(x[a:b])`` and, for the
+    candidate rows of the steps, by one sorted gather per step. Integer and boolean values
+    are converted to float64 block by block.
+    """
+
+    def __init__(self, activations: Any, name: str = "activations"):
+        if isinstance(activations, np.ndarray) or not _is_array_like(activations):
+            x = check_numeric_array(activations, name, ndim=(2, 3, 4, 5), min_rows=1)
+            shape, dtype = x.shape, x.dtype
+        else:
+            x = activations
+            shape, dtype = tuple(int(s) for s in x.shape), np.dtype(x.dtype)
+            if len(shape) not in (2, 3, 4, 5):
+                raise LabelwiseError(f"{name} must be 2-D or 3-D or 4-D or 5-D, got shape {shape}")
+            if dtype.kind not in "biuf":
+                raise LabelwiseError(f"{name} must hold numbers, got dtype {dtype}")
+            if shape[0] < 1:
+                raise LabelwiseError(f"{name} must have at least 1 row(s), got 0")
+        self.n_rows = int(shape[0])
+        self.n_cols = int(np.prod(shape[1:], dtype=np.int64))
+        self.dtype = np.dtype(dtype) if dtype in (np.float32, np.float64) else np.dtype(np.float64)
+        self.whole: NDArray[Any] | None = None
+        if isinstance(x, np.ndarray) and x.dtype == self.dtype and x.flags.c_contiguous:
+            self.whole = x.reshape(self.n_rows, self.n_cols)
+        self.source = x
+        row_bytes = max(1, self.n_cols * self.dtype.itemsize)
+        self.block_rows = max(1, BLOCK_BYTES // row_bytes)
+        chunks = getattr(x, "chunks", None)
+        if not isinstance(x, np.ndarray) and chunks:
+            first = chunks[0][0] if isinstance(chunks[0], tuple) else chunks[0]
+            if isinstance(first, int | np.integer) and first > 0:
+                self.block_rows = max(1, self.block_rows // int(first)) * int(first)
+
+    def _as_rows(self, block: Any) -> NDArray[Any]:
+        arr = np.asarray(block)
+        return np.ascontiguousarray(arr.reshape(arr.shape[0], self.n_cols), dtype=self.dtype)
+
+    def blocks(self) -> Iterator[tuple[int, NDArray[Any]]]:
+        """(first row, block) pairs covering the pile in order."""
+        if self.whole is not None:
+            yield 0, self.whole
+            return
+        for start in range(0, self.n_rows, self.block_rows):
+            yield start, self._as_rows(self.source[start : start + self.block_rows])
+
+    def take(self, rows: NDArray[np.int64]) -> tuple[NDArray[Any], NDArray[np.int64]]:
+        """An array holding the given rows (sorted, distinct) and their positions in it."""
+        if self.whole is not None:
+            return self.whole, rows
+        oindex = getattr(self.source, "oindex", None)
+        got = oindex[rows] if oindex is not None else self.source[rows]
+        return self._as_rows(got), np.arange(rows.size, dtype=np.int64)
+
+
+def _is_array_like(x: Any) -> bool:
+    return all(hasattr(x, a) for a in ("shape", "dtype", "__getitem__")) and not isinstance(
+        x, list | tuple
+    )
+
+
+#: Bytes per block when a pile is read block by block (zarr, dask, non-contiguous arrays).
+BLOCK_BYTES = 1 << 25
+
+
 class CESState:
-    """Section bounds and P_S of a pile, and the section counts of a growing set T."""
+    """Section bounds and P_S of a pile, and the section counts of a growing set T.
+
+    Built from two streaming passes over the pile (the sections need the global range):
+    the range pass also finds the first row holding NaN or infinity, block by block, so a bad
+    value in a late block is reported with its row before any section is counted.
+    """
 
     def __init__(self, activations: ArrayLike, *, n_sections: int, objective: str, epsilon: float):
-        x = check_numeric_array(activations, "activations", ndim=(2, 3, 4, 5), min_rows=1)
-        if x.ndim > 2:
-            x = x.reshape(x.shape[0], -1)
-        if x.dtype not in (np.float32, np.float64):
-            x = x.astype(np.float64)
-        self.x = np.ascontiguousarray(x)
-        self.n_rows, m = self.x.shape
+        pile = _Pile(activations)
+        self.pile = pile
+        self.n_rows, m = pile.n_rows, pile.n_cols
         if m == 0:
             raise LabelwiseError("activations must have at least one neuron (column)")
-        lo, hi, first_bad = kern.column_range(self.x)
-        if first_bad < self.n_rows:
-            raise LabelwiseError(
-                f"activations must be finite, found NaN or infinity at row {first_bad} "
-                "(drop or impute those rows first)"
-            )
+        lo, hi = _range(pile)
         varying = hi > lo
         self.n_constant = int(m - varying.sum())
         if not varying.any():
@@ -197,10 +270,15 @@ class CESState:
         self.cols = np.flatnonzero(varying).astype(np.int64)
         self.lo = lo[self.cols]
         self.scale = n_sections / (hi[self.cols] - self.lo)
+        # Full-width bounds for the kernels: a constant neuron has scale 0 (section 0).
+        self._lo_all = lo
+        self._scale_all = np.zeros(m, dtype=np.float64)
+        self._scale_all[self.cols] = self.scale
         self.n_sections = n_sections
         self.objective_id = CES_OBJECTIVES[objective]
         self.epsilon = epsilon
-        hist = kern.section_histogram(self.x, self.cols, self.lo, self.scale, n_sections)
+        hist = _histogram(pile, self._lo_all, self._scale_all, n_sections)[:, self.cols]
+        hist = np.ascontiguousarray(hist.T)
         self.p_s = hist / self.n_rows
         with np.errstate(divide="ignore"):
             self.log_p_s = np.where(hist > 0, np.log(np.maximum(self.p_s, 1e-300)), 0.0)
@@ -211,9 +289,18 @@ class CESState:
     def n_neurons(self) -> int:
         return int(self.cols.size)
 
+    def _all_codes(self, rows: NDArray[np.int64]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
+        """Codes over all columns of the given distinct sorted rows, and their positions."""
+        source, at = self.pile.take(rows)
+        codes = kern.row_codes(source, at, self._lo_all, self._scale_all, self.n_sections)
+        return codes, np.arange(rows.size, dtype=np.int64)
+
     def codes(self, rows: NDArray[np.int64]) -> NDArray[np.uint8]:
         """Section codes (len(rows), m) of the given rows over the non-constant neurons."""
-        return kern.row_codes(self.x, rows, self.cols, self.lo, self.scale, self.n_sections)
+        rows = np.asarray(rows, dtype=np.int64)
+        uniq, inverse = np.unique(rows, return_inverse=True)
+        codes, _ = self._all_codes(uniq)
+        return np.ascontiguousarray(codes[inverse.reshape(-1)][:, self.cols])
 
     def add(self, rows: NDArray[np.int64]) -> None:
         codes = self.codes(np.asarray(rows, dtype=np.int64))
@@ -248,19 +335,20 @@ class CESState:
         return self._cell_sum(self.counts, self.size) / self.n_neurons
 
     def score_groups(self, groups: NDArray[np.int64]) -> NDArray[np.float64]:
-        """Objective of T ∪ Q for every candidate group Q (rows of ``groups``)."""
-        size = self.size + groups.shape[1]
+        """Objective of T ∪ Q for every candidate group Q (rows of ``groups``).
+
+        The candidate rows are read once (one sorted gather), their section codes computed
+        once, and the cell terms phi(c + d) tabulated once per step; the working set is
+        O(l q m + m K q), independent of N.
+        """
+        q = groups.shape[1]
+        size = self.size + q
         tab_log, tab_plogp, tab_p = self._tables(size)
-        now = self._cells(self.counts, size)
-        base = float(now.sum())
-        step1 = np.ascontiguousarray((self._cells(self.counts + 1, size) - now).T)
-        delta = kern.score_groups(
-            self.x,
-            np.ascontiguousarray(groups, dtype=np.int64),
-            self.cols,
-            self.lo,
-            self.scale,
-            self.n_sections,
+        base = self._cell_sum(self.counts, size)
+        uniq, inverse = np.unique(groups, return_inverse=True)
+        codes, at = self._all_codes(uniq)
+        pos = np.ascontiguousarray(at[inverse.reshape(groups.shape)])
+        phi = kern.phi_table(
             self.counts,
             self.p_s,
             self.log_p_s,
@@ -269,9 +357,41 @@ class CESState:
             tab_plogp,
             tab_p,
             0.5 / size,
-            step1,
+            q,
         )
+        delta = kern.score_codes(codes, pos, self.cols, phi)
         return (base + delta) / self.n_neurons
+
+
+def _range(pile: _Pile) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-column minimum and maximum (float64) in one streaming pass; raises at the first
+    row holding NaN or infinity, naming its row in the whole pile."""
+    tasks = kern.n_tasks(pile.n_rows, pile.n_cols)
+    lo = np.full((tasks, pile.n_cols), np.inf, dtype=pile.dtype)
+    hi = np.full((tasks, pile.n_cols), -np.inf, dtype=pile.dtype)
+    flag = np.zeros((tasks, pile.n_cols), dtype=pile.dtype)
+    for start, block in pile.blocks():
+        kern.range_pass(block, lo, hi, flag)
+        if np.isnan(flag).any():
+            bad = np.flatnonzero(~np.isfinite(block).all(axis=1))
+            row = start + int(bad[0]) if bad.size else start
+            raise LabelwiseError(
+                f"activations must be finite, found NaN or infinity at row {row} "
+                "(drop or impute those rows first)"
+            )
+    return lo.min(axis=0).astype(np.float64), hi.max(axis=0).astype(np.float64)
+
+
+def _histogram(
+    pile: _Pile, lo: NDArray[np.float64], scale: NDArray[np.float64], n_sections: int
+) -> NDArray[np.int64]:
+    """(K, m) counts of rows per (section, column) in one streaming pass."""
+    tasks = kern.n_tasks(pile.n_rows, pile.n_cols)
+    dtype = np.int32 if pile.n_rows < np.iinfo(np.int32).max else np.int64
+    part = np.zeros((tasks, n_sections, pile.n_cols), dtype=dtype)
+    for _, block in pile.blocks():
+        kern.histogram_pass(block, lo, scale, n_sections, part)
+    return np.asarray(part.sum(axis=0, dtype=np.int64))
 
 
 def _run(
@@ -282,15 +402,14 @@ def _run(
     gen: np.random.Generator,
     progress: bool,
 ) -> tuple[NDArray[np.int64], list[float]]:
-    taken = np.zeros(state.n_rows, dtype=bool)
     chosen = [np.asarray(start, dtype=np.int64)]
     if start.size:
-        taken[start] = True
+        free = _FreeRows(state.n_rows, start)
         state.add(start)
     else:
         first = gen.choice(state.n_rows, size=min(params["initial"], target), replace=False)
         first = np.asarray(first, dtype=np.int64)
-        taken[first] = True
+        free = _FreeRows(state.n_rows, first)
         state.add(first)
         chosen.append(first)
     trace = [state.objective()]
@@ -299,12 +418,11 @@ def _run(
     try:
         while state.size < target:
             size = min(params["group_size"], target - state.size)
-            pool = np.flatnonzero(~taken)
-            groups = _draw_groups(gen, pool, params["n_groups"], size)
+            groups = _draw_groups(gen, free, params["n_groups"], size)
             scores = state.score_groups(groups)
             best = int(np.argmin(scores))
             rows = groups[best]
-            taken[rows] = True
+            free.take(rows)
             state.add(rows)
             chosen.append(rows)
             trace.append(float(scores[best]))
@@ -314,6 +432,31 @@ def _run(
         if bar is not None:
             bar.close()
     return np.concatenate(chosen), trace
+
+
+class _FreeRows:
+    """The rows not yet chosen, in increasing order, without an array of N entries.
+
+    With the chosen rows sorted, t_0 < t_1 < ..., there are u_i = t_i - i free rows before
+    t_i, so the free row at position p is p + |{i : u_i <= p}|.
+    """
+
+    def __init__(self, n_rows: int, taken: NDArray[np.int64]):
+        self.n_rows = n_rows
+        self._taken = np.sort(np.asarray(taken, dtype=np.int64))
+        self._update()
+
+    def _update(self) -> None:
+        self._before = self._taken - np.arange(self._taken.size, dtype=np.int64)
+        self.size = self.n_rows - self._taken.size
+
+    def take(self, rows: NDArray[np.int64]) -> None:
+        self._taken = np.sort(np.concatenate([self._taken, np.asarray(rows, dtype=np.int64)]))
+        self._update()
+
+    def __getitem__(self, positions: NDArray[np.int64]) -> NDArray[np.int64]:
+        p = np.asarray(positions, dtype=np.int64)
+        return p + np.searchsorted(self._before, p, side="right")
 
 
 def _ces_extend(selection: Selection, data: Any, additional: int, rng: RNGLike) -> Selection:
@@ -346,9 +489,12 @@ def _ces_extend(selection: Selection, data: Any, additional: int, rng: RNGLike) 
 
 
 def _draw_groups(
-    gen: np.random.Generator, pool: NDArray[np.int64], n_groups: int, size: int
+    gen: np.random.Generator, pool: _FreeRows, n_groups: int, size: int
 ) -> NDArray[np.int64]:
-    """``n_groups`` random groups of ``size`` distinct rows of ``pool`` (groups may overlap)."""
+    """``n_groups`` random groups of ``size`` distinct rows of ``pool`` (groups may overlap).
+
+    Positions in the pool are drawn, then mapped to rows, so the draws depend only on the
+    pool size and the generator."""
     n_pool = pool.size
     if n_pool >= 20 * size:
         idx = gen.integers(0, n_pool, size=(n_groups, size))
