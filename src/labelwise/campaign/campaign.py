@@ -28,6 +28,7 @@ from ._anytime import BettingCS
 from ._design import allocate, build_strata, prior_error
 from ._estimators import (
     active_estimate,
+    bootstrap_t_interval,
     fit_surrogate,
     stratified_difference,
     t_interval,
@@ -418,16 +419,25 @@ class Campaign:
                 )
             for c in caught:
                 warnings.warn(str(c.message), DegenerateDataWarning, stacklevel=2)
+            lo, hi, interval = est.ci_low, est.ci_high, est.interval
+            if self.task == "regression":
+                y = self._scores[rec]
+                one = np.zeros(y.size, dtype=np.int64)
+                pop = np.array([self.population_size])
+                boot = bootstrap_t_interval(y, one, pop, conf, gen=self._boot_gen(rec.size))
+                if boot is not None:
+                    lo, hi = self._clip(*boot)
+                    interval = "bootstrap-t"
             return Estimate(
                 value=est.value,
                 std_error=est.std_error,
-                ci_low=est.ci_low,
-                ci_high=est.ci_high,
+                ci_low=lo,
+                ci_high=hi,
                 confidence=conf,
                 n_labelled=int(rec.size),
                 method="srs",
                 metric=metric,
-                interval=est.interval,
+                interval=interval,
                 population_size=self.population_size,
                 notes=tuple(notes) + est.notes,
                 effective_sample_size=float(rec.size),
@@ -505,6 +515,12 @@ class Campaign:
         else:
             lo, hi = self._clip(*t_interval(d.value, d.std_error, d.df, conf))
             interval = "stratified-t"
+            r = y if f_lab is None or d.lam == 0 else y - d.lam * f_lab
+            boot = bootstrap_t_interval(r, st, sizes, conf, gen=self._boot_gen(rec.size))
+            if boot is not None:
+                shift = d.value - _strat_mean(r, st, sizes)
+                lo, hi = self._clip(boot[0] + shift, boot[1] + shift)
+                interval = "stratified bootstrap-t"
         ess = rec.size * d.srs_variance / d.std_error**2 if d.std_error > 0 else math.inf
         return Estimate(
             value=d.value,
@@ -520,6 +536,10 @@ class Campaign:
             notes=tuple(notes),
             effective_sample_size=float(ess),
         )
+
+    def _boot_gen(self, n: int) -> np.random.Generator:
+        """The bootstrap's generator: a function of the seed and n, so estimates repeat."""
+        return np.random.default_rng([self._seed, n, 11])
 
     def _clip(self, lo: float, hi: float) -> tuple[float, float]:
         hi = min(hi, 1.0)
@@ -720,6 +740,12 @@ def _resolve(method: str, regression: bool) -> str:
     if method != "auto":
         return method
     return "srs" if regression else "model-assisted"
+
+
+def _strat_mean(x: NDArray[np.float64], st: NDArray[np.int64], sizes: NDArray[np.int64]) -> float:
+    n_h = np.bincount(st, minlength=sizes.size)
+    means = np.bincount(st, weights=x, minlength=sizes.size) / np.maximum(n_h, 1)
+    return float(np.sum(sizes / sizes.sum() * means))
 
 
 def _merged_groups(groups: NDArray[np.int64], sizes: NDArray[np.int64]) -> NDArray[np.int64]:
