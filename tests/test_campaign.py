@@ -167,3 +167,37 @@ def test_anytime_optional_stopping() -> None:
                     break
             miss += not (e.ci_low <= truth <= e.ci_high)
         assert miss / reps <= 0.05, (method, miss / reps)
+
+
+@pytest.mark.parametrize("method", ["auto", "model-assisted", "srs"])
+def test_resume_from_arrays_skips_setup_and_is_identical(method: str, tmp_path) -> None:
+    y, acts, probs = _pile(300)
+    a = lw.Campaign(acts, probs, method=method, rng=5)
+    r1 = a.propose(40)
+    a.record(r1, y[r1])
+    a.save(tmp_path)
+    b = lw.Campaign.load(tmp_path, activations=acts, probabilities=probs)
+    # the cached arrays are used: the activations are no longer read for the set-up
+    c = lw.Campaign.from_dict(
+        a.to_dict(), activations=acts[:, :1] * 0, probabilities=probs, arrays=a.to_arrays()
+    )
+    for other in (b, c):
+        np.testing.assert_array_equal(other.strata, a.strata)
+    r2a, r2b, r2c = a.propose(25), b.propose(25), c.propose(25)
+    np.testing.assert_array_equal(r2a, r2b)
+    np.testing.assert_array_equal(r2a, r2c)
+    for camp in (a, b, c):
+        camp.record(r2a, y[r2a])
+    assert a.estimate() == b.estimate() == c.estimate()
+
+
+def test_resume_rejects_foreign_arrays() -> None:
+    y, acts, probs = _pile(300)
+    a = lw.Campaign(acts, probs, rng=5)
+    other = lw.Campaign(acts[:200], probs[:200], rng=5).to_arrays()
+    with pytest.raises(lw.LabelwiseError, match="to_arrays"):
+        lw.Campaign.from_dict(a.to_dict(), activations=acts, probabilities=probs, arrays=other)
+    arrays = a.to_arrays()
+    del arrays["features"]
+    with pytest.raises(lw.LabelwiseError, match="to_arrays"):
+        lw.Campaign.from_dict(a.to_dict(), activations=acts, probabilities=probs, arrays=arrays)
