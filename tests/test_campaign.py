@@ -138,9 +138,11 @@ def test_regression_heavy_tail_and_all_correct_stratum() -> None:
     n = 500
     acts = g.normal(size=(n, 6)).astype(np.float32)
     y = 1 - g.pareto(2.5, n) * 0.2  # 1 - squared error, heavy tail
-    err, cov = _run(y, acts, None, "auto", 200, (35, 80))
-    assert abs(err.mean()) < 4 * err.std() / np.sqrt(200) + 0.003
-    assert cov >= 0.85  # heavy tails: SRS's own t interval undercovers too (see report)
+    for method in ("auto", "model-assisted"):
+        err, cov = _run(y, acts, None, method, 200, (35, 80))
+        assert abs(err.mean()) < 4 * err.std() / np.sqrt(200) + 0.003
+        # heavy tails: SRS's own t interval undercovers; the bootstrap-t covered 0.93 here
+        assert cov >= 0.9, (method, cov)
     # one stratum where every label is correct (confidence 1 rows)
     y2, acts2, probs2 = _pile(400, seed=5)
     probs2[:150] = [1.0, 0.0]
