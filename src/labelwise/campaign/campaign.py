@@ -90,7 +90,14 @@ class Campaign:
     (shrunk toward the model's own calibrated error sqrt(e_h (1 - e_h)) early on), with a
     floor of 2 labels per stratum. Estimates use the rows *recorded*; rows proposed but not
     yet recorded are pending and ignored (valid when which proposed rows get labelled first
-    does not depend on their scores).
+    does not depend on their scores). Intervals: for accuracy, Wilson's with the design's
+    effective sample size; for regression (1 - squared error, a long lower tail) the
+    stratified bootstrap-t (:func:`._estimators.bootstrap_t_interval`), seeded by the
+    campaign so the same labels give the same interval.
+
+    Resuming: :meth:`to_dict` is the JSON state; :meth:`to_arrays` holds what was computed
+    from the pile at the start (strata, per-row signals, surrogate features), so that
+    ``from_dict(..., arrays=...)`` does not pass over the activations again.
     """
 
     def __init__(
