@@ -357,3 +357,24 @@ def test_a_note_is_printed_once_and_one_label_is_singular(
         assert text not in err, (text, err)
     assert "these 1 labels" not in out
     assert "this label" in out
+
+
+def test_commands_resume_from_the_saved_arrays_and_without_them(
+    pile: dict, capsys: pytest.CaptureFixture
+) -> None:
+    """`campaign` saves what it computed from the pile; `next` resumes from it, and a
+    campaign saved before that cache existed (no arrays file) proposes the same rows."""
+    d = _start(pile, capsys)
+    arrays = d / "campaign-arrays.state.npz"
+    assert arrays.is_file()
+    saved = {k: v.copy() for k, v in np.load(arrays).items()}
+    before = _state(d)
+    code, _, err = _run(["next", d, "--batch", 12], capsys)
+    assert code == 0, err
+    with_cache = [r["row"] for r in _to_label(d)]
+    (d / "campaign.state.json").write_bytes(before[0])
+    arrays.unlink()
+    code, _, err = _run(["next", d, "--batch", 12], capsys)
+    assert code == 0, err
+    assert [r["row"] for r in _to_label(d)] == with_cache
+    assert saved  # strata and features, not an empty file

@@ -40,7 +40,7 @@ from .estimation import estimate as estimate_selection
 from .estimation import wilson_interval
 from .exceptions import LabelwiseError
 from .io import file_digest, read_json
-from .workspace import CAMPAIGN, LABELS, RANKING, Workspace
+from .workspace import CAMPAIGN, CAMPAIGN_ARRAYS, LABELS, RANKING, Workspace
 
 __all__ = ["ReportData", "build_report", "report_data"]
 
@@ -121,7 +121,10 @@ def _campaign_data(d: Path, conf: float) -> ReportData:
         ws.seed = doc.get("seed")
         probs = ws.load_source("probs") if ws.has_source("probs") else None
         camp = Campaign.from_dict(
-            doc["campaign"], activations=ws.load_source("activations"), probabilities=probs
+            doc["campaign"],
+            activations=ws.load_source("activations"),
+            probabilities=probs,
+            arrays=ws.read_state(CAMPAIGN_ARRAYS),
         )
         lab = doc.get("labels") or {}
         recorded = {

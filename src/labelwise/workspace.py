@@ -13,6 +13,9 @@ Layout (every file written atomically)::
     DIR/<name>.state.json / <name>.state.npz   other state, e.g. a sequential campaign's
     DIR/campaign.state.json   a sequential campaign (``labelwise campaign``): its sources, its
                          state (:meth:`labelwise.Campaign.to_dict`) and the labels recorded
+    DIR/campaign-arrays.state.npz  what the campaign computed from the pile once
+                         (:meth:`labelwise.Campaign.to_arrays`: strata, features), so each
+                         command resumes it without recomputing
     DIR/classes.json     class names (a JSON list, index = class), when the user gave them
 
 Beside a captured pile (``labelwise capture --out CAP``) live ``CAP/capture.json`` (its
@@ -56,6 +59,7 @@ LABELS = "labels.csv"
 ESTIMATE = "estimate.json"
 RANKING = "ranking.json"
 CAMPAIGN = "campaign"  # state name: DIR/campaign.state.json
+CAMPAIGN_ARRAYS = "campaign-arrays"  # DIR/campaign-arrays.state.npz: Campaign.to_arrays()
 CLASSES = "classes.json"
 IDS = "ids.txt"
 CAPTURE = "capture.json"

@@ -36,7 +36,7 @@ from .._results import Selection
 from ..campaign import Campaign
 from ..exceptions import LabelwiseError
 from ..io import read_labels_csv, write_csv
-from ..workspace import LABELS, Workspace
+from ..workspace import CAMPAIGN_ARRAYS, LABELS, Workspace
 from .campaign import STATE_FILE, CampaignState, check_estimate_args, record_and_estimate
 
 try:  # POSIX; elsewhere the in-process lock is the only one
@@ -445,7 +445,9 @@ class LabelSession:
         d["recorded_scores"] = [d["recorded_scores"][i] for i in keep]
         acts = st.ws.load_source("activations")
         probs = st.ws.load_source("probs") if st.ws.has_source("probs") else None
-        st.camp = Campaign.from_dict(d, activations=acts, probabilities=probs)
+        st.camp = Campaign.from_dict(
+            d, activations=acts, probabilities=probs, arrays=st.ws.read_state(CAMPAIGN_ARRAYS)
+        )
         st.labels.pop(row, None)
         if not st.labels:
             st.kind = None

@@ -30,7 +30,7 @@ from ..campaign.campaign import METHODS
 from ..estimation import correctness, regression_scores
 from ..exceptions import LabelwiseError
 from ..io import file_digest, load_array
-from ..workspace import CAMPAIGN, Workspace
+from ..workspace import CAMPAIGN, CAMPAIGN_ARRAYS, Workspace
 from ._common import check_probabilities, fresh_seed
 from ._piles import CLASSES_HELP, store_classes
 
@@ -156,6 +156,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         rng=ws.seed,
     )
     state = CampaignState(ws, camp)
+    ws.write_state(CAMPAIGN_ARRAYS, camp.to_arrays())  # strata and features: computed once
     state.save()
     ws.write_to_label(np.zeros(0, dtype=np.int64))
     resolved = "" if camp.method == args.method else f" ({args.method})"
@@ -211,7 +212,10 @@ class CampaignState:
             ws.seed = doc.get("seed")
             acts = ws.load_source("activations")
             probs = ws.load_source("probs") if ws.has_source("probs") else None
-            camp = Campaign.from_dict(doc["campaign"], activations=acts, probabilities=probs)
+            arrays = ws.read_state(CAMPAIGN_ARRAYS)  # None for campaigns started before the cache
+            camp = Campaign.from_dict(
+                doc["campaign"], activations=acts, probabilities=probs, arrays=arrays
+            )
             lab = doc.get("labels") or {}
             labels = {
                 int(r): v for r, v in zip(lab.get("rows", []), lab.get("values", []), strict=True)
