@@ -49,8 +49,8 @@ __all__ = [
     "open_array",
     "raise_if_nonfinite",
     "reduce_rows",
-    "take_rows",
     "rows_per_block",
+    "take_rows",
 ]
 
 R = TypeVar("R")
@@ -427,9 +427,7 @@ def merge_accumulators(a: Any, b: Any) -> Any:
 
 def accumulate(make: Callable[[], Any], arr: Any, *, name: str = "activations") -> Any:
     """An accumulator (``update``/``merge``) built over ``arr`` block by block and merged."""
-    return reduce_rows(
-        functools.partial(_update_new, make), merge_accumulators, arr, name=name
-    )
+    return reduce_rows(functools.partial(_update_new, make), merge_accumulators, arr, name=name)
 
 
 def _update_new(make: Callable[[], Any], block: NDArray[Any], start: int) -> Any:

@@ -13,11 +13,14 @@ from numpy.typing import NDArray
 __all__ = ["allocate", "build_strata", "prior_error"]
 
 
-def prior_error(probabilities: NDArray[np.floating] | None, n_rows: int) -> NDArray[np.float64]:
-    """The model's own expected error per row, 1 - max_k P_k (0.5 for regression: unknown)."""
-    if probabilities is None:
+def prior_error(conf: NDArray[np.float64] | None, n_rows: int) -> NDArray[np.float64]:
+    """The model's own expected error per row, 1 - max_k P_k (0.5 for regression: unknown).
+
+    ``conf`` is the per-row confidence max_k P_k (:func:`._features.probability_summary`).
+    """
+    if conf is None:
         return np.full(n_rows, 0.5)
-    return np.clip(1.0 - probabilities.max(axis=1).astype(np.float64), 0.0, 1.0)
+    return np.clip(1.0 - conf, 0.0, 1.0)
 
 
 def _quantile_bins(x: NDArray[np.float64], k: int) -> NDArray[np.int64]:
@@ -31,7 +34,7 @@ def _quantile_bins(x: NDArray[np.float64], k: int) -> NDArray[np.int64]:
 
 def build_strata(
     dist: NDArray[np.float64],
-    probabilities: NDArray[np.floating] | None,
+    conf_pred: tuple[NDArray[np.float64], NDArray[np.int64]] | None,
     *,
     n_strata: int,
     min_size: int,
@@ -39,6 +42,9 @@ def build_strata(
     n_low: int = 3,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """A stratum id per row (0..H-1) and a group per stratum, from unlabeled signals only.
+
+    ``conf_pred``: every row's confidence (max probability) and predicted class
+    (:func:`._features.probability_summary`), None for regression.
 
     Classification (the model's probabilities known): the ``low_fraction`` least confident rows
     form ``n_low`` confidence-quantile strata (where most errors are); the other rows are split
@@ -57,12 +63,11 @@ def build_strata(
     until every stratum has at least ``min_size`` rows (or one stratum is left).
     """
     n = dist.shape[0]
-    if probabilities is None:
+    if conf_pred is None:
         ids = _quantile_bins(dist, max(1, min(n_strata, n // max(min_size, 1))))
         ids = _collapse(ids, min_size)
         return ids, np.zeros(int(ids.max()) + 1, dtype=np.int64)
-    conf = probabilities.max(axis=1).astype(np.float64)
-    pred = probabilities.argmax(axis=1).astype(np.int64)
+    conf, pred = conf_pred
     order_conf = np.argsort(conf, kind="stable")
     n_lo = round(low_fraction * n) if n_low > 0 else 0
     ids = np.empty(n, dtype=np.int64)

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._chunks import check_rows, concat_rows, map_rows
 from .._params import Param, Shares, SharesOr, validate_params
 from .._results import Selection
-from .._chunks import check_rows, concat_rows, map_rows
 from .._validation import RNGLike, check_rng
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 from ._common import (

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._chunks import check_rows, concat_rows, map_rows
 from .._params import Interval, Options, Param, validate_params
 from .._results import Selection
-from .._chunks import check_rows, concat_rows, map_rows
 from .._validation import RNGLike, check_budget, check_rng
 from ..exceptions import LabelwiseError
 from ._candidates import check_fraction, draw_candidates, extend_candidates
@@ -65,9 +65,7 @@ def deepgini_impurity(probabilities: ArrayLike, *, combine: str = "max") -> NDAr
     arr = _check_probabilities(probabilities)
     how = _check_combine(combine)
     axis = arr.ndim - 2  # the inputs' axis: 0 for (N, C), 1 for (n_models, N, C)
-    parts = map_rows(
-        functools.partial(_impurity_block, how), arr, name="probabilities", axis=axis
-    )
+    parts = map_rows(functools.partial(_impurity_block, how), arr, name="probabilities", axis=axis)
     return concat_rows(parts)
 
 
