@@ -23,6 +23,7 @@ directory of ``.npy`` chunks).
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import math
 import os
@@ -465,3 +466,32 @@ def check_rows(x: Any, name: str, *, ndim: int | Sequence[int], min_rows: int = 
     if arr.shape[0] < min_rows:
         raise LabelwiseError(f"{name} must have at least {min_rows} row(s), got {arr.shape[0]}")
     return arr
+
+
+def check_per_input(x: Any, name: str, *, min_rows: int = 1, noun: str = "arrays") -> Any:
+    """An (N, ...) array of per-input values, opened, not read (rank >= 2, numeric, rows)."""
+    arr = check_rows(x, name, ndim=tuple(range(1, 33)), min_rows=0)
+    if arr.ndim < 2:
+        raise LabelwiseError(
+            f"{name} must be (N, n_neurons) or (N, ...) per-input {noun}, got shape "
+            f"{tuple(arr.shape)}"
+        )
+    if arr.shape[0] < min_rows:
+        raise LabelwiseError(f"{name} must have at least {min_rows} row(s), got {arr.shape[0]}")
+    return arr
+
+
+def _update_copy(template: Any, block: NDArray[Any], start: int) -> Any:
+    acc = copy.deepcopy(template)
+    return acc.update(block)
+
+
+def accumulate_like(template: Any, arr: Any, *, name: str = "activations") -> Any:
+    """Copies of the (empty) accumulator ``template`` updated block by block, then merged.
+
+    On a dask array every block's accumulator is built in a Dask task and the merges run as a
+    tree of tasks (:func:`reduce_rows`); ``template`` is left untouched.
+    """
+    return reduce_rows(
+        functools.partial(_update_copy, template), merge_accumulators, arr, name=name
+    )
