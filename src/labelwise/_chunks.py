@@ -406,7 +406,7 @@ def reduce_rows(
                 nxt.append(level[-1])
             level = nxt
         (out,) = dask.compute(level[0])
-        return out  # type: ignore[no-any-return]
+        return out
     acc: R | None = None
     for start, block in iter_blocks(arr, axis=axis):
         part = _run_block(fn, block, start, axis, name, check_finite)

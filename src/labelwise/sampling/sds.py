@@ -114,7 +114,7 @@ def sds_discrimination(predictions: ArrayLike, *, top_fraction: float = 0.27) ->
     # pass 1: votes and each model's agreement count; pass 2: discrimination of every input
     first = map_rows(_votes_block, arr, name="predictions", axis=1)
     votes = concat_rows([v for v, _ in first])
-    scores = np.sum([s for _, s in first], axis=0, dtype=np.int64)
+    scores = np.asarray(np.sum([s for _, s in first], axis=0, dtype=np.int64), dtype=np.int64)
     ranked = np.argsort(-scores, kind="stable").astype(np.int64)
     k = group_size(frac, n_models)
     top, bottom = ranked[:k], ranked[n_models - k :]
