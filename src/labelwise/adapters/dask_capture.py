@@ -25,6 +25,7 @@ import functools
 import os
 import shutil
 import tempfile
+import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,8 @@ from ..exceptions import LabelwiseError
 __all__ = ["ZarrCapture", "capture_to_zarr"]
 
 ACTIVATIONS = "activations.zarr"
+# capture hooks the model: blocks sharing one model object (threads of a worker) take turns
+_CAPTURE_LOCK = threading.Lock()
 OUTPUTS = "outputs.zarr"
 
 
@@ -86,9 +89,10 @@ def _capture_block(
     if isinstance(model, str | os.PathLike):
         model = _load_model(os.fspath(model))
     try:
-        cap = lw_torch.capture(
-            model, x, layer=layer, head=head, batch_size=batch_size, progress=False
-        )
+        with _CAPTURE_LOCK:  # hooks on a model shared by the threads of one worker
+            cap = lw_torch.capture(
+                model, x, layer=layer, head=head, batch_size=batch_size, progress=False
+            )
     except LabelwiseError as exc:
         raise LabelwiseError(f"inputs rows {start}..{start + x.shape[0] - 1}: {exc}") from None
     stop = start + x.shape[0]

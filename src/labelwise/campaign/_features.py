@@ -44,8 +44,8 @@ def probability_summary(probabilities: Any) -> ProbabilitySummary:
 
 
 def _moments_block(block: NDArray[Any], start: int) -> tuple[int, NDArray[Any], NDArray[Any]]:
-    a = np.asarray(block, dtype=np.float64)
-    return a.shape[0], a.sum(axis=0), (a * a).sum(axis=0)
+    a = block.astype(np.float64)
+    return a.shape[0], a.sum(axis=0), np.einsum("ij,ij->j", a, a)
 
 
 def _add_moments(
@@ -55,10 +55,12 @@ def _add_moments(
 
 
 def _rms_block(
-    mu: NDArray[np.float64], sd: NDArray[np.float64], block: NDArray[Any], start: int
+    mu: NDArray[np.float64], inv_sd: NDArray[np.float64], block: NDArray[Any], start: int
 ) -> NDArray[np.float64]:
-    a = (np.asarray(block, dtype=np.float64) - mu) / sd
-    return np.sqrt((a * a).mean(axis=1))
+    a = block.astype(np.float64)  # one float64 copy of the block, standardised in place
+    a -= mu
+    a *= inv_sd
+    return np.asarray(np.sqrt(np.einsum("ij,ij->i", a, a) / a.shape[1]))
 
 
 def outlyingness(activations: Any) -> NDArray[np.float64]:
@@ -72,7 +74,7 @@ def outlyingness(activations: Any) -> NDArray[np.float64]:
     sd = np.sqrt(np.maximum(sq / n - mu**2, 0.0))
     sd[sd == 0] = 1.0
     parts = map_rows(
-        functools.partial(_rms_block, mu, sd), activations, name="activations", check_finite=False
+        functools.partial(_rms_block, mu, 1.0 / sd), activations, name="activations", check_finite=False
     )
     return concat_rows(parts)
 
