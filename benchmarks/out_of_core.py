@@ -168,7 +168,7 @@ def run_step(name: str, d: Path, use_dask: bool) -> dict[str, float]:
         from distributed import Client, LocalCluster
 
         cluster = LocalCluster(
-            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"
         )
         client = Client(cluster)
     else:

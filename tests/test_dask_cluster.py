@@ -26,7 +26,7 @@ N, D, C = 301, 10, 4
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     cluster = distributed.LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
     )
     c = distributed.Client(cluster)
     try:
@@ -133,3 +133,22 @@ def test_capture_to_zarr_writes_nothing_on_nan(client: Any, tmp_path: Path) -> N
     with pytest.raises(LabelwiseError, match=r"inputs must be finite.*at row 250"):
         capture_to_zarr(_model(), _inputs_zarr(tmp_path, x), tmp_path / "cap", rows_per_task=64)
     assert list((tmp_path / "cap").iterdir()) == []
+
+
+def test_capture_ships_the_model_to_worker_processes(tmp_path: Path) -> None:
+    """With worker processes the model travels pickled (a live module's hooks would not)."""
+    from labelwise.adapters.dask_capture import capture_to_zarr
+    from labelwise.adapters.torch import capture
+
+    x, _ = _pile()
+    model = _model()
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=True, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster),
+    ):
+        out = capture_to_zarr(model, _inputs_zarr(tmp_path, x), tmp_path / "cap", rows_per_task=80)
+    expected = capture(model, x, progress=False)
+    np.testing.assert_array_equal(out.activations[:], expected.activations)
+    np.testing.assert_array_equal(out.outputs[:], expected.outputs)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import os
+import pickle
 import shutil
 import tempfile
 import threading
@@ -88,6 +89,8 @@ def _capture_block(
     _check_block(x, start, 0, "inputs")
     if isinstance(model, str | os.PathLike):
         model = _load_model(os.fspath(model))
+    elif isinstance(model, _Shipped):
+        model = model.load()
     try:
         with _CAPTURE_LOCK:  # hooks on a model shared by the threads of one worker
             cap = lw_torch.capture(
@@ -99,6 +102,27 @@ def _capture_block(
     zarr.open_array(acts_path, mode="r+")[start:stop] = cap.activations
     zarr.open_array(outs_path, mode="r+")[start:stop] = cap.outputs
     return start, stop, cap.layer
+
+
+class _Shipped:
+    """A model pickled once on the client and unpickled once per worker process.
+
+    Shipping the pickle's bytes (not the module) keeps the module's own state exactly as
+    ``pickle`` restores it (Dask's serialisation of a live module can break its hook dicts).
+    """
+
+    _cache: dict[str, Any] = {}  # noqa: RUF012 - per-process cache, shared on purpose
+
+    def __init__(self, model: Any) -> None:
+        self.token = uuid.uuid4().hex
+        self.payload = pickle.dumps(model)
+
+    def load(self) -> Any:
+        with _CAPTURE_LOCK:
+            if self.token not in self._cache:
+                self._cache.clear()  # one model at a time per worker
+                self._cache[self.token] = pickle.loads(self.payload)
+            return self._cache[self.token]
 
 
 @functools.lru_cache(maxsize=2)
@@ -190,7 +214,8 @@ def capture_to_zarr(
                 path, mode="w", shape=(n, width), chunks=(rows, width), dtype=np.float32
             )
         arr = _as_dask(src, rows)
-        shipped = dask.delayed(model, name=f"labelwise-model-{uuid.uuid4().hex}")
+        what = model if isinstance(model, str | os.PathLike) else _Shipped(model)
+        shipped = dask.delayed(what, name=f"labelwise-model-{uuid.uuid4().hex}")
         blocks = arr.to_delayed().ravel()
         starts = np.concatenate([[0], np.cumsum(arr.chunks[0])[:-1]]).astype(int).tolist()
         call = dask.delayed(_capture_block, pure=False)
