@@ -29,6 +29,7 @@ import tempfile
 import threading
 import uuid
 from dataclasses import dataclass
+from math import prod
 from pathlib import Path
 from typing import Any
 
@@ -169,7 +170,8 @@ def capture_to_zarr(
         whether the outputs already are probabilities).
     rows_per_task:
         Rows per Dask task and per output zarr chunk (default: the 64 MiB block budget of
-        :mod:`labelwise._chunks` over the bytes of one input row).
+        :mod:`labelwise._chunks` over 8 bytes per input, activation and output value of a
+        row).
 
     Returns
     -------
@@ -187,11 +189,8 @@ def capture_to_zarr(
         raise LabelwiseError(
             f"inputs must be a non-empty array of rows (N, ...), got shape {tuple(src.shape)}"
         )
-    rows = (
-        rows_per_block(src.shape, src.dtype)
-        if rows_per_task is None
-        else check_int(rows_per_task, "rows_per_task", minimum=1)
-    )
+    if rows_per_task is not None:
+        check_int(rows_per_task, "rows_per_task", minimum=1)
     out = Path(out_dir)
     for name in (ACTIVATIONS, OUTPUTS):
         if (out / name).exists():
@@ -203,6 +202,9 @@ def capture_to_zarr(
     _check_block(first, 0, 0, "inputs")
     probe = lw_torch.capture(model, first, layer=layer, head=head, batch_size=1, progress=False)
     n = int(src.shape[0])
+    # a block holds its inputs, activations and outputs: the budget covers all three
+    width = prod(src.shape[1:]) + probe.activations.shape[1] + probe.outputs.shape[1]
+    rows = rows_per_block((n, width), np.float64) if rows_per_task is None else rows_per_task
     tmp = Path(tempfile.mkdtemp(prefix=".capture-", dir=out))
     try:
         acts_path, outs_path = str(tmp / ACTIVATIONS), str(tmp / OUTPUTS)

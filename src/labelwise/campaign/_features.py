@@ -74,7 +74,10 @@ def outlyingness(activations: Any) -> NDArray[np.float64]:
     sd = np.sqrt(np.maximum(sq / n - mu**2, 0.0))
     sd[sd == 0] = 1.0
     parts = map_rows(
-        functools.partial(_rms_block, mu, 1.0 / sd), activations, name="activations", check_finite=False
+        functools.partial(_rms_block, mu, 1.0 / sd),
+        activations,
+        name="activations",
+        check_finite=False,
     )
     return concat_rows(parts)
 
