@@ -34,7 +34,7 @@ def _quantile_bins(x: NDArray[np.float64], k: int) -> NDArray[np.int64]:
 
 def build_strata(
     dist: NDArray[np.float64],
-    conf_pred: tuple[NDArray[np.float64], NDArray[np.int64]] | None,
+    conf_pred: tuple[NDArray[np.float64], NDArray[np.integer]] | None,
     *,
     n_strata: int,
     min_size: int,

@@ -28,11 +28,11 @@ class ProbabilitySummary:
     """Per-row signals of (N, C) class probabilities: confidence (max) and predicted class."""
 
     conf: NDArray[np.float64]
-    pred: NDArray[np.int64]
+    pred: NDArray[np.int32]
 
 
 def _conf_pred_block(block: NDArray[Any], start: int) -> tuple[NDArray[Any], NDArray[Any]]:
-    return block.max(axis=1).astype(np.float64), block.argmax(axis=1).astype(np.int64)
+    return block.max(axis=1).astype(np.float64), block.argmax(axis=1).astype(np.int32)
 
 
 def probability_summary(probabilities: Any) -> ProbabilitySummary:

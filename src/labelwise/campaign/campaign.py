@@ -164,8 +164,10 @@ class Campaign:
         self._sizes = np.bincount(self._strata).astype(np.int64)
         keys = np.asarray(key_gen.random(size=n), dtype=np.float64)
         self._order = np.lexsort((keys, self._strata))
+        del keys  # 8N bytes less for the rest of the set-up
         self._starts: NDArray[np.int64] = np.concatenate([[0], np.cumsum(self._sizes)[:-1]])
-        self._folds = np.asarray(key_gen.integers(_N_FOLDS, size=n), dtype=np.int64)
+        # one byte per row (the fold ids are < 5): N bytes, not 8N, for a pile of 10^7 rows
+        self._folds = key_gen.integers(_N_FOLDS, size=n).astype(np.int8)
         self._features: NDArray[np.float64] | None = None
         if self.method in ("model-assisted", "active"):
             self._features = surrogate_features(
