@@ -248,9 +248,8 @@ def main() -> None:
     ap.add_argument("--steps", default="read,ces,srs,css,rdg,sds,campaign,coverage,capture")
     ap.add_argument(
         "--dask-steps",
-        default="read,srs,css,rdg,sds,campaign,coverage,capture",
-        help="steps of the Dask run (default without ces: ces_select reads a dask array whole, "
-        "10.4 GB of anonymous memory at 10,000,000 x 256)",
+        default="read,ces,srs,css,rdg,sds,campaign,coverage,capture",
+        help="steps of the Dask run",
     )
     ap.add_argument("--step", help=argparse.SUPPRESS)
     ap.add_argument("--dask", action="store_true", help=argparse.SUPPRESS)
