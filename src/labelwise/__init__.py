@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import registry
+from ._chunks import ChunkedArray, block_bytes, open_array
 from ._results import Estimate, Ranking, Selection
 from .campaign import Campaign
 from .estimation import (
@@ -43,6 +44,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Campaign",
+    "ChunkedArray",
     "DegenerateDataWarning",
     "Estimate",
     "ImageSpec",
@@ -54,6 +56,7 @@ __all__ = [
     "SDSDiscrimination",
     "Selection",
     "__version__",
+    "block_bytes",
     "ces_estimate",
     "ces_objective",
     "ces_select",
@@ -67,6 +70,7 @@ __all__ = [
     "extend",
     "jaccard_top_k",
     "magnitude",
+    "open_array",
     "open_pile",
     "rank_models",
     "rank_sum_test",

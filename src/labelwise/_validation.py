@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from . import _chunks
 from .exceptions import LabelwiseError
 
 RNGLike = int | np.random.Generator | np.random.SeedSequence | None
@@ -94,24 +95,8 @@ def check_finite_array(
 
 
 def raise_if_nonfinite(arr: NDArray[Any], name: str) -> None:
-    bad = _first_nonfinite(arr)
-    if bad is not None:
-        raise LabelwiseError(
-            f"{name} must be finite, found NaN or infinity at row {bad} "
-            "(drop or impute those rows first)"
-        )
-
-
-def _first_nonfinite(arr: NDArray[Any], chunk: int = 1 << 22) -> int | None:
-    """Row of the first NaN/inf, scanning in chunks so big arrays are not copied whole."""
-    flat_rows = arr.reshape(arr.shape[0], -1)
-    rows_per_chunk = max(1, chunk // max(1, flat_rows.shape[1]))
-    for start in range(0, flat_rows.shape[0], rows_per_chunk):
-        block = flat_rows[start : start + rows_per_chunk]
-        ok = np.isfinite(block)
-        if not ok.all():
-            return start + int(np.argwhere(~ok)[0][0])
-    return None
+    """Raise naming the first row with NaN or infinity (one chunked pass, :mod:`._chunks`)."""
+    _chunks.raise_if_nonfinite(arr, name)
 
 
 def check_band(lo: Any, hi: Any) -> tuple[float, float]:

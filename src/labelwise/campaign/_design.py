@@ -13,11 +13,14 @@ from numpy.typing import NDArray
 __all__ = ["allocate", "build_strata", "prior_error"]
 
 
-def prior_error(probabilities: NDArray[np.floating] | None, n_rows: int) -> NDArray[np.float64]:
-    """The model's own expected error per row, 1 - max_k P_k (0.5 for regression: unknown)."""
-    if probabilities is None:
+def prior_error(conf: NDArray[np.float64] | None, n_rows: int) -> NDArray[np.float64]:
+    """The model's own expected error per row, 1 - max_k P_k (0.5 for regression: unknown).
+
+    ``conf`` is the per-row confidence max_k P_k (:func:`._features.probability_summary`).
+    """
+    if conf is None:
         return np.full(n_rows, 0.5)
-    return np.clip(1.0 - probabilities.max(axis=1).astype(np.float64), 0.0, 1.0)
+    return np.clip(1.0 - conf, 0.0, 1.0)
 
 
 def _quantile_bins(x: NDArray[np.float64], k: int) -> NDArray[np.int64]:
@@ -26,12 +29,19 @@ def _quantile_bins(x: NDArray[np.float64], k: int) -> NDArray[np.int64]:
         return np.zeros(x.size, dtype=np.int64)
     edges = np.quantile(x, np.linspace(0, 1, k + 1)[1:-1])
     ids = np.searchsorted(np.unique(edges), x, side="right").astype(np.int64)
-    return np.unique(ids, return_inverse=True)[1].astype(np.int64)
+    return _dense(ids)
+
+
+def _dense(ids: NDArray[np.integer]) -> NDArray[np.int64]:
+    """``np.unique(ids, return_inverse=True)[1]`` for small non-negative integer ids, in
+    O(N) with one N-sized output (no sorted copies: a pile of 10^7 rows stays < 1 GB)."""
+    present = np.bincount(ids) > 0
+    return (np.cumsum(present) - 1).astype(np.int64)[ids]
 
 
 def build_strata(
     dist: NDArray[np.float64],
-    probabilities: NDArray[np.floating] | None,
+    conf_pred: tuple[NDArray[np.float64], NDArray[np.integer]] | None,
     *,
     n_strata: int,
     min_size: int,
@@ -39,6 +49,9 @@ def build_strata(
     n_low: int = 3,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """A stratum id per row (0..H-1) and a group per stratum, from unlabeled signals only.
+
+    ``conf_pred``: every row's confidence (max probability) and predicted class
+    (:func:`._features.probability_summary`), None for regression.
 
     Classification (the model's probabilities known): the ``low_fraction`` least confident rows
     form ``n_low`` confidence-quantile strata (where most errors are); the other rows are split
@@ -57,12 +70,11 @@ def build_strata(
     until every stratum has at least ``min_size`` rows (or one stratum is left).
     """
     n = dist.shape[0]
-    if probabilities is None:
+    if conf_pred is None:
         ids = _quantile_bins(dist, max(1, min(n_strata, n // max(min_size, 1))))
         ids = _collapse(ids, min_size)
         return ids, np.zeros(int(ids.max()) + 1, dtype=np.int64)
-    conf = probabilities.max(axis=1).astype(np.float64)
-    pred = probabilities.argmax(axis=1).astype(np.int64)
+    conf, pred = conf_pred
     order_conf = np.argsort(conf, kind="stable")
     n_lo = round(low_fraction * n) if n_low > 0 else 0
     ids = np.empty(n, dtype=np.int64)
@@ -72,14 +84,16 @@ def build_strata(
     if n_lo:
         ids[low] = _quantile_bins(conf[low], k_low)
     # predicted-class strata among the confident rows
-    classes, counts = np.unique(pred[high], return_counts=True)
+    all_counts = np.bincount(pred[high])
+    classes = np.flatnonzero(all_counts)
+    counts = all_counts[classes]
     keep_n = max(1, n_strata - k_low - 1)
     order = np.argsort(-counts, kind="stable")
     kept = classes[order[:keep_n]][counts[order[:keep_n]] >= min_size]
     code = np.full(int(pred.max()) + 1, len(kept), dtype=np.int64)  # "other" = len(kept)
     code[kept] = np.arange(len(kept))
     ids[high] = k_low + code[pred[high]]
-    ids = _collapse(np.unique(ids, return_inverse=True)[1].astype(np.int64), min_size)
+    ids = _collapse(_dense(ids), min_size)
     is_high = np.ones(n)
     is_high[low] = 0.0
     share = np.bincount(ids, weights=is_high) / np.bincount(ids)
@@ -87,17 +101,21 @@ def build_strata(
 
 
 def _collapse(ids: NDArray[np.int64], min_size: int) -> NDArray[np.int64]:
-    """Merge strata smaller than ``min_size`` into the next (or previous) stratum."""
-    ids = ids.copy()
+    """Merge strata smaller than ``min_size`` into the next (or previous) stratum.
+
+    ``ids`` is changed in place (callers pass a fresh array).
+    """
     while True:
-        labels, counts = np.unique(ids, return_counts=True)
+        all_counts = np.bincount(ids)
+        labels = np.flatnonzero(all_counts)
+        counts = all_counts[labels]
         small = np.flatnonzero(counts < min_size)
         if small.size == 0 or labels.size == 1:
             break
         j = int(small[0])
         into = labels[j + 1] if j + 1 < labels.size else labels[j - 1]
         ids[ids == labels[j]] = into
-    return np.unique(ids, return_inverse=True)[1].astype(np.int64)
+    return _dense(ids)
 
 
 def allocate(

@@ -41,7 +41,7 @@ class DesignEstimate:
 def fit_surrogate(
     features: NDArray[np.float64],
     y: NDArray[np.float64],
-    folds: NDArray[np.int64],
+    folds: NDArray[np.integer],
     n_folds: int,
     *,
     ridge: float = 1.0,

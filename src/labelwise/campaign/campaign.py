@@ -18,9 +18,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from .._chunks import check_rows
 from .._json import jsonable
 from .._results import Estimate
-from .._validation import RNGLike, check_int, check_numeric_array, check_probability, check_rng
+from .._validation import RNGLike, check_int, check_probability, check_rng
 from ..estimation.estimators import srs_estimate
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 from ..io import atomic_write, write_json
@@ -34,7 +35,12 @@ from ._estimators import (
     t_interval,
     wilson_effective,
 )
-from ._features import outlyingness, surrogate_features
+from ._features import (
+    ProbabilitySummary,
+    outlyingness,
+    probability_summary,
+    surrogate_features,
+)
 
 __all__ = ["METHODS", "Campaign"]
 
@@ -111,11 +117,11 @@ class Campaign:
         min_stratum_size: int | None = None,
         rng: RNGLike = None,
     ) -> None:
-        acts = check_numeric_array(activations, "activations", ndim=2)
+        acts = check_rows(activations, "activations", ndim=2)
         n = acts.shape[0]
         probs = None
         if probabilities is not None:
-            probs = check_numeric_array(probabilities, "probabilities", ndim=2)
+            probs = check_rows(probabilities, "probabilities", ndim=2)
             if probs.shape[0] != n:
                 raise LabelwiseError(
                     f"probabilities must have one row per activation row ({n}), "
@@ -124,11 +130,12 @@ class Campaign:
         if method not in METHODS:
             raise LabelwiseError(f"method must be one of {METHODS}, got {method!r}")
         self.confidence = check_probability(confidence, "confidence")
+        summary = None if probs is None else probability_summary(probs)
         if n_strata is None:
             # every predicted class its own stratum (+ the low-confidence strata); 10 bins for
             # regression. Folding a class into "other classes" hides a swapped class (study:
             # E 1.05 on mnist1d-9-3 with 10 strata, 0.21 with one stratum per class)
-            n_strata = 10 if probs is None else 4 + int(np.unique(probs.argmax(axis=1)).size)
+            n_strata = 10 if summary is None else 4 + int(np.unique(summary.pred).size)
         self.n_strata = check_int(n_strata, "n_strata", minimum=1)
         self.min_stratum_size = (
             max(10, n // 100)
@@ -141,7 +148,7 @@ class Campaign:
         self.population_size = n
         gen = check_rng(rng)
         self._seed = int(gen.integers(2**62))
-        self._setup(acts, probs)
+        self._setup(acts, probs, summary)
         self._proposed = np.zeros(0, dtype=np.int64)
         self._is_proposed = np.zeros(n, dtype=bool)
         self._scores = np.full(n, np.nan)
@@ -151,10 +158,14 @@ class Campaign:
     # ---------------------------------------------------------------- set-up
     def _setup(
         self,
-        acts: NDArray[Any],
-        probs: NDArray[Any] | None,
+        acts: Any,
+        probs: Any | None,
+        summary: ProbabilitySummary | None,
         cached: Mapping[str, NDArray[Any]] | None = None,
     ) -> None:
+        """Strata, orders and features from chunked passes over the pile (:mod:`._features`):
+        ``acts`` and ``probs`` may be out of core (memmap, zarr, chunk directory, dask).
+        ``cached`` (:meth:`to_arrays` of the same campaign) skips the passes."""
         n = self.population_size
         key_gen = np.random.default_rng(self._seed)
         if cached is not None:
@@ -162,19 +173,24 @@ class Campaign:
             self._strata, self._groups = cached["strata"], cached["groups"]
         else:
             self._dist = outlyingness(acts)
-            self._prior_e = prior_error(probs, n)
+            self._prior_e = prior_error(None if summary is None else summary.conf, n)
             if self.method in ("srs", "active"):
                 self._strata = np.zeros(n, dtype=np.int64)
                 self._groups = np.zeros(1, dtype=np.int64)
             else:
                 self._strata, self._groups = build_strata(
-                    self._dist, probs, n_strata=self.n_strata, min_size=self.min_stratum_size
+                    self._dist,
+                    None if summary is None else (summary.conf, summary.pred),
+                    n_strata=self.n_strata,
+                    min_size=self.min_stratum_size,
                 )
         self._sizes = np.bincount(self._strata).astype(np.int64)
         keys = np.asarray(key_gen.random(size=n), dtype=np.float64)
         self._order = np.lexsort((keys, self._strata))
+        del keys  # 8N bytes less for the rest of the set-up
         self._starts: NDArray[np.int64] = np.concatenate([[0], np.cumsum(self._sizes)[:-1]])
-        self._folds = np.asarray(key_gen.integers(_N_FOLDS, size=n), dtype=np.int64)
+        # one byte per row (the fold ids are < 5): N bytes, not 8N, for a pile of 10^7 rows
+        self._folds = key_gen.integers(_N_FOLDS, size=n).astype(np.int8)
         self._features: NDArray[np.float64] | None = None
         if cached is not None:
             self._features = cached.get("features")
@@ -718,11 +734,11 @@ class Campaign:
             if d.get("format") != FORMAT:
                 raise LabelwiseError(f"campaign format must be {FORMAT}, got {d.get('format')!r}")
             self = cls.__new__(cls)
-            acts = check_numeric_array(activations, "activations", ndim=2)
+            acts = check_rows(activations, "activations", ndim=2)
             probs = (
                 None
                 if probabilities is None
-                else check_numeric_array(probabilities, "probabilities", ndim=2)
+                else check_rows(probabilities, "probabilities", ndim=2)
             )
             if acts.shape[0] != int(d["population_size"]):
                 raise LabelwiseError(
@@ -737,7 +753,8 @@ class Campaign:
             self.population_size = acts.shape[0]
             self._seed = int(d["seed"])
             cached = None if arrays is None else self._check_arrays(arrays, d)
-            self._setup(acts, probs, cached)
+            summary = None if probs is None or cached is not None else probability_summary(probs)
+            self._setup(acts, probs, summary, cached)
             if self._sizes.tolist() != list(d["stratum_sizes"]):
                 raise LabelwiseError(
                     "activations and probabilities must be the ones the campaign started with "

@@ -34,6 +34,7 @@ import numba as nb
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._chunks import accumulate_like, check_per_input
 from .._contract import Result
 from .._numba import threads_for
 from .._validation import check_finite_array, check_int
@@ -480,8 +481,9 @@ def k_activation_coverage(
     ``activations`` is (N, c) (or (N, ...), flattened per input); a neuron is on when its
     value is ``> threshold``. Returns the share of the ``C(c, k) * 2**k`` cells (k-subset of
     neurons, on/off pattern) that at least one input realises. For data in chunks use
-    :class:`NeuronKCoverage`.
+    :class:`NeuronKCoverage`. Out-of-core piles (memmap, zarr, a chunk directory) are read
+    in row blocks and a ``dask.array``'s blocks run as Dask tasks (:mod:`labelwise._chunks`).
     """
-    x = _as_rows(activations, min_rows=1)
-    acc = NeuronKCoverage(x.shape[1], k=k, threshold=threshold)
-    return acc.update(x).result()
+    x = check_per_input(activations, "activations")
+    template = NeuronKCoverage(prod(x.shape[1:]), k=k, threshold=threshold)
+    return accumulate_like(template, x).result()

@@ -55,6 +55,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._chunks import accumulate_like, check_per_input
 from .._contract import Result, _readonly
 from .._validation import check_finite_array, check_int
 from ..dependability.neuron import NeuronKCoverage
@@ -277,8 +278,8 @@ class ActivationProfile:
 
     @classmethod
     def from_activations(cls, activations: Layers) -> ActivationProfile:
-        """A profile of one pass over ``activations``."""
-        return cls().update(activations)
+        """A profile of one pass over ``activations`` (one array is read in row blocks)."""
+        return _accumulate(cls(), activations, "activations")
 
     def __repr__(self) -> str:
         return f"ActivationProfile(layer_widths={self.layer_widths}, n_inputs={self.n_inputs})"
@@ -401,8 +402,21 @@ def _as_profile(train: ActivationProfile | Layers) -> ActivationProfile:
     if isinstance(train, ActivationProfile):
         train._require()
         return train
-    layers = _as_layers(train, "train_activations", min_rows=1)
-    return ActivationProfile().update(layers)
+    if isinstance(train, list | tuple):
+        return ActivationProfile().update(_as_layers(train, "train_activations", min_rows=1))
+    return _accumulate(ActivationProfile(), train, "train_activations")
+
+
+def _accumulate(template: Any, activations: Layers, name: str) -> Any:
+    """``template`` (empty) updated with ``activations``: a list of layers in memory, one
+    (N, ...) array in row blocks (out-of-core piles; a dask array's blocks as Dask tasks, see
+    :mod:`labelwise._chunks`), the blocks' accumulators merged."""
+    if isinstance(activations, list | tuple):
+        return template.update(_as_layers(activations, name, min_rows=1))
+    arr = check_per_input(activations, name, noun="activations")
+    if prod(arr.shape[1:]) == 0:
+        raise LabelwiseError(f"{name} must have at least one neuron, got shape {arr.shape}")
+    return accumulate_like(template, arr, name=name)
 
 
 # --------------------------------------------------------------------------- accumulators
@@ -748,8 +762,7 @@ def neuron_coverage(activations: Layers, threshold: float = 0.0) -> AdequacyCove
 
     ``activations``: one (N, ...) array or a list of per-layer (N, ...) arrays.
     """
-    acc = NeuronCoverage(threshold)
-    return acc.update(_as_layers(activations, "activations", min_rows=1)).result()
+    return _accumulate(NeuronCoverage(threshold), activations, "activations").result()
 
 
 def kmnc(
@@ -764,9 +777,8 @@ def kmnc(
     ``train_activations`` is an :class:`ActivationProfile` or the training activations.
     """
     k = check_int(k, "k", minimum=1)
-    test = _as_layers(test_activations, "test_activations", min_rows=1)
     acc = KMultisectionCoverage(_as_profile(train_activations), k)
-    return acc.update(test).result()
+    return _accumulate(acc, test_activations, "test_activations").result()
 
 
 def nbc(
@@ -780,9 +792,8 @@ def nbc(
     ``a < min - scaler * std`` and ``a > max + scaler * std`` hit by some test input.
     ``inclusive=True`` uses ``<=`` / ``>=`` as dnn-tip does.
     """
-    test = _as_layers(test_activations, "test_activations", min_rows=1)
     acc = NeuronBoundaryCoverage(_as_profile(train_activations), scaler=scaler, inclusive=inclusive)
-    return acc.update(test).result()
+    return _accumulate(acc, test_activations, "test_activations").result()
 
 
 def snac(
@@ -795,16 +806,14 @@ def snac(
     """Strong neuron activation coverage SNAC (DeepGauge): share of neurons with
     ``a > max + scaler * std`` on some test input. ``inclusive=True`` uses ``>=`` (dnn-tip).
     """
-    test = _as_layers(test_activations, "test_activations", min_rows=1)
     acc = StrongNeuronActivationCoverage(
         _as_profile(train_activations), scaler=scaler, inclusive=inclusive
     )
-    return acc.update(test).result()
+    return _accumulate(acc, test_activations, "test_activations").result()
 
 
 def tknc(test_activations: Layers, k: int = 1) -> AdequacyCoverage:
     """Top-k neuron coverage TKNC (DeepGauge): share of neurons that are among the k largest
     of their layer on some test input. Pass a list of layers: a single array is one layer.
     """
-    acc = TopKNeuronCoverage(k)
-    return acc.update(_as_layers(test_activations, "test_activations", min_rows=1)).result()
+    return _accumulate(TopKNeuronCoverage(k), test_activations, "test_activations").result()

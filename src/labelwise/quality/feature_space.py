@@ -17,16 +17,19 @@ convolutional layer); inputs with more than two dimensions are flattened per row
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from math import prod
 from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._chunks import check_rows, concat_rows, map_rows, reduce_rows
 from .._contract import JSON_OMIT, Result
 from .._deps import require
 from .._validation import check_band, check_finite_array, check_int, check_rng
@@ -316,6 +319,59 @@ def _check_train_test(
     return xtr, ytr, xte, yte
 
 
+def _open_features(features: ArrayLike, name: str) -> Any:
+    """(N, ...) features opened for chunked passes (not read; finiteness checked per block)."""
+    return check_rows(features, name, ndim=(2, 3, 4, 5))
+
+
+def _check_train_test_blocks(
+    train_features: ArrayLike,
+    train_labels: ArrayLike,
+    test_features: ArrayLike,
+    test_labels: ArrayLike,
+) -> tuple[Any, NDArray[np.int64], Any, NDArray[np.int64]]:
+    """As :func:`_check_train_test`, the features opened for chunked passes, not loaded."""
+    xtr = _open_features(train_features, "train_features")
+    ytr = _check_labels(train_labels, "train_labels")
+    xte = _open_features(test_features, "test_features")
+    yte = _check_labels(test_labels, "test_labels")
+    _check_same_length(xtr, "train_features", ytr, "train_labels")
+    _check_same_length(xte, "test_features", yte, "test_labels")
+    d_tr, d_te = prod(xtr.shape[1:]), prod(xte.shape[1:])
+    if d_tr != d_te:
+        raise LabelwiseError(
+            "test_features must have as many features per row as train_features, "
+            f"got {d_te} and {d_tr}"
+        )
+    missing = np.setdiff1d(yte, ytr)
+    if missing.size:
+        raise LabelwiseError(
+            f"test_labels must only hold classes present in train_labels; class(es) "
+            f"{missing.tolist()} have test inputs but no training features"
+        )
+    return xtr, ytr, xte, yte
+
+
+def _class_sums_block(
+    pos: NDArray[np.int64], k: int, block: NDArray[Any], start: int
+) -> NDArray[np.float64]:
+    x = np.asarray(block, dtype=np.float64).reshape(block.shape[0], -1)
+    sums = np.zeros((k, x.shape[1]))
+    np.add.at(sums, pos[start : start + x.shape[0]], x)
+    return sums
+
+
+def _add(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
+    return a + b
+
+
+def _distance_block(
+    centroids: NDArray[np.float64], pos: NDArray[np.int64], block: NDArray[Any], start: int
+) -> NDArray[np.float64]:
+    x = np.asarray(block, dtype=np.float64).reshape(block.shape[0], -1)
+    return np.asarray(np.linalg.norm(x - centroids[pos[start : start + x.shape[0]]], axis=1))
+
+
 def _check_positive_float(value: Any, name: str) -> float:
     try:
         v = float(value)
@@ -329,32 +385,52 @@ def _check_positive_float(value: Any, name: str) -> float:
 _check_band = check_band  # one rule for every band: 0 <= lo < hi <= 1
 
 
-def _check_probabilities(
-    probabilities: ArrayLike, labels: ArrayLike
-) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    p = check_finite_array(probabilities, "probabilities", ndim=2)
-    p = np.asarray(p, dtype=np.float64)
-    if p.shape[1] < 2:
-        raise LabelwiseError(f"probabilities must have at least 2 columns, got {p.shape[1]}")
-    if p.min() < -1e-6 or p.max() > 1 + 1e-6:
-        raise LabelwiseError(
-            "probabilities must lie in [0, 1] (pass softmax outputs, not logits), "
-            f"got values in [{p.min():.4g}, {p.max():.4g}]"
-        )
+def _top2_block(block: NDArray[Any], start: int) -> tuple[Any, ...]:
+    """Per row of one block: top probability, first and second class (ties: lower index);
+    the block's value range and its first row not summing to 1 (global index) and its sum."""
+    p = np.asarray(block, dtype=np.float64)
+    order = np.argsort(-p, axis=1, kind="stable")
+    first, second = order[:, 0], order[:, 1]
+    conf = p[np.arange(p.shape[0]), first]
     sums = p.sum(axis=1)
     bad = np.flatnonzero(np.abs(sums - 1.0) > 1e-3)
-    if bad.size:
+    first_bad = (start + int(bad[0]), float(sums[bad[0]])) if bad.size else None
+    return conf, first.astype(np.int64), second.astype(np.int64), p.min(), p.max(), first_bad
+
+
+def _check_probabilities(
+    probabilities: ArrayLike, labels: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], int]:
+    """One chunked pass over (N, C) probabilities: per row the top probability and the first
+    and second class, with the labels (checked) and C."""
+    arr = check_rows(probabilities, "probabilities", ndim=2)
+    if arr.shape[1] < 2:
+        raise LabelwiseError(f"probabilities must have at least 2 columns, got {arr.shape[1]}")
+    parts = map_rows(_top2_block, arr, name="probabilities")
+    lo = min(float(part[3]) for part in parts)
+    hi = max(float(part[4]) for part in parts)
+    if lo < -1e-6 or hi > 1 + 1e-6:
         raise LabelwiseError(
-            "probabilities must sum to 1 in every row (pass softmax outputs, not logits), "
-            f"row {bad[0]} sums to {sums[bad[0]]:.6g}"
+            "probabilities must lie in [0, 1] (pass softmax outputs, not logits), "
+            f"got values in [{lo:.4g}, {hi:.4g}]"
         )
+    for part in parts:
+        if part[5] is not None:
+            row, total = part[5]
+            raise LabelwiseError(
+                "probabilities must sum to 1 in every row (pass softmax outputs, not logits), "
+                f"row {row} sums to {total:.6g}"
+            )
+    conf = concat_rows([part[0] for part in parts])
+    first = concat_rows([part[1] for part in parts])
+    second = concat_rows([part[2] for part in parts])
     y = _check_labels(labels, "labels")
-    _check_same_length(p, "probabilities", y, "labels")
-    if y.max() >= p.shape[1]:
+    _check_same_length(arr, "probabilities", y, "labels")
+    if y.max() >= arr.shape[1]:
         raise LabelwiseError(
-            f"labels must be < the number of probability columns ({p.shape[1]}), got {y.max()}"
+            f"labels must be < the number of probability columns ({arr.shape[1]}), got {y.max()}"
         )
-    return p, y
+    return conf, first, second, y, int(arr.shape[1])
 
 
 def _shares(counts: NDArray[Any], totals: NDArray[Any], what: str) -> NDArray[np.float64]:
@@ -468,19 +544,29 @@ def centroid_positioning(
     -------
     CentroidPositioning
     """
-    xtr, ytr, xte, yte = _check_train_test(train_features, train_labels, test_features, test_labels)
+    xtr, ytr, xte, yte = _check_train_test_blocks(
+        train_features, train_labels, test_features, test_labels
+    )
     radius = _check_positive_float(radius, "radius")
     classes = np.unique(ytr)
     k = classes.size
-    pos_tr = np.searchsorted(classes, ytr)
-    pos_te = np.searchsorted(classes, yte)
+    pos_tr = np.searchsorted(classes, ytr).astype(np.int64)
+    pos_te = np.searchsorted(classes, yte).astype(np.int64)
 
+    # three chunked passes: class sums (train), train distances, test distances
     n_train = np.bincount(pos_tr, minlength=k)
-    centroids = np.zeros((k, xtr.shape[1]))
-    np.add.at(centroids, pos_tr, xtr)
+    centroids = reduce_rows(
+        functools.partial(_class_sums_block, pos_tr, k), _add, xtr, name="train_features"
+    )
     centroids /= n_train[:, None]
-
-    train_dist = np.linalg.norm(xtr - centroids[pos_tr], axis=1)
+    train_dist = concat_rows(
+        map_rows(
+            functools.partial(_distance_block, centroids, pos_tr),
+            xtr,
+            name="train_features",
+            check_finite=False,
+        )
+    )
     scales = np.array([np.median(train_dist[pos_tr == j]) for j in range(k)])
     flat = scales <= 0
     if flat.any():
@@ -495,7 +581,10 @@ def centroid_positioning(
         )
         scales[flat] = fallback
 
-    distances = np.linalg.norm(xte - centroids[pos_te], axis=1) / scales[pos_te]
+    test_dist = concat_rows(
+        map_rows(functools.partial(_distance_block, centroids, pos_te), xte, name="test_features")
+    )
+    distances = test_dist / scales[pos_te]
     inside = distances <= radius
     counts = np.bincount(pos_te, weights=inside, minlength=k).astype(np.int64)
     n_test = np.bincount(pos_te, minlength=k).astype(np.int64)
@@ -540,10 +629,8 @@ def boundary_conditioning(
     -------
     BoundaryConditioning
     """
-    p, y = _check_probabilities(probabilities, labels)
+    conf, _, _, y, c = _check_probabilities(probabilities, labels)
     lo, hi = _check_band(lo, hi)
-    c = p.shape[1]
-    conf = p.max(axis=1)
     in_band = (conf >= lo) & (conf <= hi)
     counts = np.bincount(y, weights=in_band, minlength=c).astype(np.int64)
     n_inputs = np.bincount(y, minlength=c).astype(np.int64)
@@ -586,12 +673,8 @@ def pairwise_boundary_conditioning(
         The (C, C) shares, plus ``pair_coverage``: the share of ordered pairs with at least one
         input.
     """
-    p, y = _check_probabilities(probabilities, labels)
+    conf, first, second, y, c = _check_probabilities(probabilities, labels)
     lo, hi = _check_band(lo, hi)
-    c = p.shape[1]
-    order = np.argsort(-p, axis=1, kind="stable")
-    first, second = order[:, 0], order[:, 1]
-    conf = p[np.arange(p.shape[0]), first]
     in_band = (conf >= lo) & (conf <= hi)
     other = np.where(first == y, second, first)
     counted = in_band & ((first == y) | (second == y))

@@ -1,4 +1,11 @@
-"""Who gets labelled: samplers that all return a :class:`labelwise.Selection`."""
+"""Who gets labelled: samplers that all return a :class:`labelwise.Selection`.
+
+SRS, CSS, DDG/RDG and SDS read their input (a NumPy array, a memory-mapped ``.npy``, a zarr
+array, a :class:`labelwise._chunks.ChunkedArray` directory of ``.npy`` chunks or a
+``dask.array``) in row blocks through :mod:`labelwise._chunks`: per-row values (confidence,
+impurity, vote, discrimination) are kept, never the whole (N, C) input, and a dask array's
+blocks run as Dask tasks. The selection is the same as for the array in memory.
+"""
 
 from __future__ import annotations
 

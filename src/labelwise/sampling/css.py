@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._chunks import check_rows, concat_rows, map_rows
 from .._params import Param, Shares, SharesOr, validate_params
 from .._results import Selection
-from .._validation import RNGLike, check_finite_array, check_rng
+from .._validation import RNGLike, check_rng
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 from ._common import (
     allocate,
@@ -184,14 +185,17 @@ def _draw_strata(
 
 
 def _confidences(confidences: ArrayLike) -> NDArray[np.float64]:
-    arr = check_finite_array(confidences, "confidences", ndim=(1, 2))
-    if arr.ndim == 2:
-        if arr.shape[1] < 2:
-            raise LabelwiseError(
-                f"confidences must be (N,) or (N, C) with C >= 2 classes, got shape {arr.shape}"
-            )
-        arr = arr.max(axis=1)
-    return np.asarray(arr, dtype=np.float64)
+    """(N,) float64 confidences in one chunked pass (any array :mod:`labelwise._chunks` reads)."""
+    arr = check_rows(confidences, "confidences", ndim=(1, 2))
+    if arr.ndim == 2 and arr.shape[1] < 2:
+        raise LabelwiseError(
+            f"confidences must be (N,) or (N, C) with C >= 2 classes, got shape {arr.shape}"
+        )
+    return concat_rows(map_rows(_row_confidence, arr, name="confidences"))
+
+
+def _row_confidence(block: NDArray[Any], start: int) -> NDArray[np.float64]:
+    return np.asarray(block.max(axis=1) if block.ndim == 2 else block, dtype=np.float64)
 
 
 def _check_shares(shares: Sequence[float], name: str) -> tuple[float, ...]:

@@ -16,14 +16,16 @@ unsure about) or ``"mean"``. The authors' code takes the max or the min per inpu
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._chunks import check_rows, concat_rows, map_rows
 from .._params import Interval, Options, Param, validate_params
 from .._results import Selection
-from .._validation import RNGLike, check_budget, check_finite_array, check_rng
+from .._validation import RNGLike, check_budget, check_rng
 from ..exceptions import LabelwiseError
 from ._candidates import check_fraction, draw_candidates, extend_candidates
 from ._common import check_additional, check_same_population, generator_state
@@ -60,8 +62,31 @@ def deepgini_impurity(probabilities: ArrayLike, *, combine: str = "max") -> NDAr
         How several models' impurities of one input are combined: ``"max"`` (default),
         ``"min"`` or ``"mean"``. Ignored for one model.
     """
-    probs = _check_probabilities(probabilities)
+    arr = _check_probabilities(probabilities)
     how = _check_combine(combine)
+    axis = arr.ndim - 2  # the inputs' axis: 0 for (N, C), 1 for (n_models, N, C)
+    parts = map_rows(functools.partial(_impurity_block, how), arr, name="probabilities", axis=axis)
+    return concat_rows(parts)
+
+
+def _impurity_block(how: str, block: NDArray[Any], start: int) -> NDArray[np.float64]:
+    """Impurity of one block of inputs: (n_models, n, C) or (n, C) -> (n,), checked first."""
+    probs = np.ascontiguousarray(block[None] if block.ndim == 2 else block, dtype=np.float64)
+    if (probs < 0).any():
+        m, i, c = np.argwhere(probs < 0)[0]
+        raise LabelwiseError(
+            f"probabilities must be non-negative, got {probs[m, i, c]:g} for model {m}, "
+            f"input {start + i}, class {c}"
+        )
+    sums = probs.sum(axis=2)
+    bad = np.abs(sums - 1.0) > _SUM_TOLERANCE
+    if bad.any():
+        m, i = np.argwhere(bad)[0]
+        raise LabelwiseError(
+            f"probabilities must sum to 1 over the classes (within {_SUM_TOLERANCE:g}); "
+            f"model {m}, input {start + i} sums to {sums[m, i]:.6g} (pass softmax outputs, "
+            "not logits)"
+        )
     xi = 1.0 - np.einsum("mnc,mnc->mn", probs, probs)
     if how == "max":
         return np.asarray(xi.max(axis=0), dtype=np.float64)
@@ -206,30 +231,14 @@ def _check_combine(combine: Any) -> str:
     return combine
 
 
-def _check_probabilities(probabilities: ArrayLike) -> NDArray[np.float64]:
-    """(n_models, N, C) float64 probabilities from (N, C) or (n_models, N, C)."""
-    arr = check_finite_array(probabilities, "probabilities", ndim=(2, 3))
-    if arr.ndim == 2:
-        arr = arr[None]
-    _, n_rows, n_classes = arr.shape
+def _check_probabilities(probabilities: ArrayLike) -> Any:
+    """(N, C) or (n_models, N, C) probabilities, opened (not read: the pass checks values)."""
+    arr = check_rows(probabilities, "probabilities", ndim=(2, 3))
+    shape = (1, *arr.shape) if arr.ndim == 2 else tuple(arr.shape)
+    _, n_rows, n_classes = shape
     if n_rows < 1 or n_classes < 2:
         raise LabelwiseError(
             "probabilities must be (N, C) or (n_models, N, C) with N >= 1 inputs and C >= 2 "
-            f"classes, got shape {np.shape(probabilities)}"
+            f"classes, got shape {tuple(arr.shape)}"
         )
-    probs = np.asarray(arr, dtype=np.float64)
-    if (probs < 0).any():
-        m, i, c = np.argwhere(probs < 0)[0]
-        raise LabelwiseError(
-            f"probabilities must be non-negative, got {probs[m, i, c]:g} for model {m}, "
-            f"input {i}, class {c}"
-        )
-    sums = probs.sum(axis=2)
-    bad = np.abs(sums - 1.0) > _SUM_TOLERANCE
-    if bad.any():
-        m, i = np.argwhere(bad)[0]
-        raise LabelwiseError(
-            f"probabilities must sum to 1 over the classes (within {_SUM_TOLERANCE:g}); "
-            f"model {m}, input {i} sums to {sums[m, i]:.6g} (pass softmax outputs, not logits)"
-        )
-    return probs
+    return arr

@@ -31,6 +31,7 @@ Rules at the edges (the paper leaves them open; where the authors' code decides,
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -38,6 +39,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._chunks import check_rows, concat_rows, map_rows
 from .._contract import Result
 from .._params import Interval, Param, validate_params
 from .._results import Selection
@@ -106,22 +108,75 @@ def sds_discrimination(predictions: ArrayLike, *, top_fraction: float = 0.27) ->
         Share of models in each of the top and bottom groups, in (0, 0.5]; each group has
         max(1, floor(top_fraction * n_models)) models (module docstring).
     """
-    labels, _ = check_model_predictions(predictions, min_models=2)
+    arr = _check_predictions(predictions)
     frac = check_fraction(top_fraction, "top_fraction", high=0.5)
-    n_models = labels.shape[0]
-    votes = majority_vote(labels)
-    agree = labels == votes[None, :]
-    scores = agree.sum(axis=1, dtype=np.int64)
+    n_models = arr.shape[0]
+    # pass 1: votes and each model's agreement count; pass 2: discrimination of every input
+    first = map_rows(_votes_block, arr, name="predictions", axis=1)
+    votes = concat_rows([v for v, _ in first])
+    scores = np.asarray(np.sum([s for _, s in first], axis=0, dtype=np.int64), dtype=np.int64)
     ranked = np.argsort(-scores, kind="stable").astype(np.int64)
     k = group_size(frac, n_models)
     top, bottom = ranked[:k], ranked[n_models - k :]
-    diff = agree[top].sum(axis=0, dtype=np.int64) - agree[bottom].sum(axis=0, dtype=np.int64)
+    diff = concat_rows(
+        map_rows(functools.partial(_diff_block, top, bottom), arr, name="predictions", axis=1)
+    )
     return SDSDiscrimination(
         votes=votes,
         model_scores=scores,
         top=top,
         bottom=bottom,
         discrimination=diff / k,
+    )
+
+
+def _check_predictions(predictions: ArrayLike) -> Any:
+    """(n_models, N) labels or (n_models, N, C) probabilities, opened but not read.
+
+    A list with one array per model is checked and stacked in memory
+    (:func:`labelwise._validation.check_model_predictions`); out-of-core piles are passed as
+    one array whose second axis is the inputs.
+    """
+    if isinstance(predictions, list | tuple):
+        return check_model_predictions(predictions, min_models=2)[0]
+    arr = check_rows(predictions, "predictions", ndim=(2, 3), min_rows=0)
+    if 0 in arr.shape:
+        raise LabelwiseError(
+            f"predictions must hold at least one model and one input, got shape {arr.shape}"
+        )
+    if arr.shape[0] < 2:
+        raise LabelwiseError(f"predictions must come from at least 2 models, got {arr.shape[0]}")
+    return arr
+
+
+def _block_labels(block: NDArray[Any], start: int) -> NDArray[np.int64]:
+    """(n_models, n) int64 labels of one block of inputs (argmax of probabilities)."""
+    if block.ndim == 3:
+        return block.argmax(axis=2).astype(np.int64)
+    if block.dtype.kind == "f" and not np.all(block == np.round(block)):
+        raise LabelwiseError(
+            "predictions must be integer class labels when 2-D (pass (n_models, N, C) for "
+            "probabilities)"
+        )
+    labels = block.astype(np.int64)
+    if labels.size and labels.min() < 0:
+        raise LabelwiseError(f"predictions must be non-negative class labels, got {labels.min()}")
+    return labels
+
+
+def _votes_block(block: NDArray[Any], start: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    labels = _block_labels(block, start)
+    votes = majority_vote(labels)
+    return votes, (labels == votes[None, :]).sum(axis=1, dtype=np.int64)
+
+
+def _diff_block(
+    top: NDArray[np.int64], bottom: NDArray[np.int64], block: NDArray[Any], start: int
+) -> NDArray[np.int64]:
+    labels = _block_labels(block, start)
+    agree = labels == majority_vote(labels)[None, :]
+    return np.asarray(
+        agree[top].sum(axis=0, dtype=np.int64) - agree[bottom].sum(axis=0, dtype=np.int64)
     )
 
 

@@ -1,0 +1,251 @@
+"""Capture as a Dask job: a zarr pile of inputs in, zarr activations and outputs out.
+
+:func:`capture_to_zarr` splits the inputs into row blocks, ships the model to the workers once
+(a model file is loaded there by path; a ``torch.nn.Module`` is pickled into one graph key),
+runs :func:`labelwise.adapters.torch.capture` on every block as a Dask task and writes each
+block's rows straight into the output zarr arrays (one zarr chunk per block, so no two tasks
+write the same chunk). Only small per-block summaries travel back to the client, so neither
+the client nor a worker holds more than one block.
+
+With a ``distributed.Client`` active the tasks run on its cluster; the output directory must
+then be reachable by every worker under the same path (a shared file system)::
+
+    from distributed import Client
+    client = Client("tcp://scheduler:8786")      # an existing cluster
+    capture_to_zarr("model.pt", "pile/inputs.zarr", "pile/capture")
+
+Without a client Dask's local threaded scheduler runs them. The arrays are written under a
+temporary directory inside ``out_dir`` and moved into place only when every block succeeded:
+a failure (e.g. NaN in the inputs, named by its global row) leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pickle
+import shutil
+import tempfile
+import threading
+import uuid
+from dataclasses import dataclass
+from math import prod
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._chunks import _check_block, is_dask, open_array, rows_per_block
+from .._deps import require
+from .._validation import check_int
+from ..exceptions import LabelwiseError
+
+__all__ = ["ZarrCapture", "capture_to_zarr"]
+
+ACTIVATIONS = "activations.zarr"
+# capture hooks the model: blocks sharing one model object (threads of a worker) take turns
+_CAPTURE_LOCK = threading.Lock()
+OUTPUTS = "outputs.zarr"
+
+
+@dataclass(frozen=True)
+class ZarrCapture:
+    """Where :func:`capture_to_zarr` wrote, and what.
+
+    Attributes
+    ----------
+    activations, outputs:
+        The written zarr arrays (opened read-only): float32 (N, m) and (N, C).
+    layer:
+        The captured layer's name (as :attr:`labelwise.adapters.torch.Capture.layer`).
+    directory:
+        ``out_dir``; the arrays are ``activations.zarr`` and ``outputs.zarr`` inside it.
+    n_blocks:
+        Number of Dask tasks (row blocks) the capture ran as.
+    """
+
+    activations: Any
+    outputs: Any
+    layer: str
+    directory: Path
+    n_blocks: int
+
+
+def _capture_block(
+    model: Any,
+    block: Any,
+    start: int,
+    *,
+    layer: str | None,
+    head: str,
+    batch_size: int,
+    acts_path: str,
+    outs_path: str,
+) -> tuple[int, int, str]:
+    """Capture one block on a worker and write its rows into the output zarr arrays."""
+    from . import torch as lw_torch
+
+    zarr = require("zarr", "capture to zarr", extra="dask")
+    x = np.asarray(block)
+    _check_block(x, start, 0, "inputs")
+    if isinstance(model, str | os.PathLike):
+        model = _load_model(os.fspath(model))
+    elif isinstance(model, _Shipped):
+        model = model.load()
+    try:
+        with _CAPTURE_LOCK:  # hooks on a model shared by the threads of one worker
+            cap = lw_torch.capture(
+                model, x, layer=layer, head=head, batch_size=batch_size, progress=False
+            )
+    except LabelwiseError as exc:
+        raise LabelwiseError(f"inputs rows {start}..{start + x.shape[0] - 1}: {exc}") from None
+    stop = start + x.shape[0]
+    zarr.open_array(acts_path, mode="r+")[start:stop] = cap.activations
+    zarr.open_array(outs_path, mode="r+")[start:stop] = cap.outputs
+    return start, stop, cap.layer
+
+
+class _Shipped:
+    """A model pickled once on the client and unpickled once per worker process.
+
+    Shipping the pickle's bytes (not the module) keeps the module's own state exactly as
+    ``pickle`` restores it (Dask's serialisation of a live module can break its hook dicts).
+    """
+
+    _cache: dict[str, Any] = {}  # noqa: RUF012 - per-process cache, shared on purpose
+
+    def __init__(self, model: Any) -> None:
+        self.token = uuid.uuid4().hex
+        self.payload = pickle.dumps(model)
+
+    def load(self) -> Any:
+        with _CAPTURE_LOCK:
+            if self.token not in self._cache:
+                self._cache.clear()  # one model at a time per worker
+                self._cache[self.token] = pickle.loads(self.payload)
+            return self._cache[self.token]
+
+
+@functools.lru_cache(maxsize=2)
+def _load_model(path: str) -> Any:
+    """A model file loaded once per worker process (not once per block)."""
+    from . import torch as lw_torch
+
+    return lw_torch.load_model(path)
+
+
+def _as_dask(inputs: Any, rows: int) -> Any:
+    da = require("dask.array", "capture to zarr", extra="dask")
+    arr = open_array(inputs)
+    if not is_dask(arr):
+        arr = da.from_array(arr, chunks=(rows, *arr.shape[1:]))
+    return arr.rechunk({0: rows, **{i: -1 for i in range(1, arr.ndim)}})
+
+
+def capture_to_zarr(
+    model: Any,
+    inputs: Any,
+    out_dir: str | os.PathLike[str],
+    *,
+    layer: str | None = None,
+    head: str = "softmax",
+    batch_size: int = 256,
+    rows_per_task: int | None = None,
+) -> ZarrCapture:
+    """Run :func:`labelwise.adapters.torch.capture` over a pile as Dask tasks, into zarr.
+
+    Parameters
+    ----------
+    model:
+        A ``torch.nn.Module`` (pickled to the workers) or the path of a model file that every
+        worker can read (loaded there with :func:`labelwise.adapters.torch.load_model`).
+    inputs:
+        The pile: a zarr array or its path, a ``dask.array``, a memory-mapped ``.npy``, a
+        directory of ``.npy`` chunks (anything :func:`labelwise._chunks.open_array` opens).
+    out_dir:
+        Directory for ``activations.zarr`` and ``outputs.zarr`` (created; existing arrays
+        there are an error).
+    layer, head, batch_size:
+        As :func:`labelwise.adapters.torch.capture` (``head="softmax"`` decides per block
+        whether the outputs already are probabilities).
+    rows_per_task:
+        Rows per Dask task and per output zarr chunk (default: the 64 MiB block budget of
+        :mod:`labelwise._chunks` over 8 bytes per input, activation and output value of a
+        row).
+
+    Returns
+    -------
+    ZarrCapture
+        The written arrays, opened read-only; results equal the in-memory
+        :func:`~labelwise.adapters.torch.capture` of the same inputs.
+    """
+    dask = require("dask", "capture to zarr", extra="dask")
+    zarr = require("zarr", "capture to zarr", extra="dask")
+    from . import torch as lw_torch
+
+    check_int(batch_size, "batch_size", minimum=1)
+    src = open_array(inputs)
+    if len(src.shape) < 2 or src.shape[0] < 1:
+        raise LabelwiseError(
+            f"inputs must be a non-empty array of rows (N, ...), got shape {tuple(src.shape)}"
+        )
+    if rows_per_task is not None:
+        check_int(rows_per_task, "rows_per_task", minimum=1)
+    out = Path(out_dir)
+    for name in (ACTIVATIONS, OUTPUTS):
+        if (out / name).exists():
+            raise LabelwiseError(f"out_dir already holds {out / name}; remove it or pick another")
+    out.mkdir(parents=True, exist_ok=True)
+
+    # shapes and the layer from the first row, captured here (cheap)
+    first = np.asarray(src[:1])
+    _check_block(first, 0, 0, "inputs")
+    probe = lw_torch.capture(model, first, layer=layer, head=head, batch_size=1, progress=False)
+    n = int(src.shape[0])
+    # a block holds its inputs, activations and outputs: the budget covers all three
+    width = prod(src.shape[1:]) + probe.activations.shape[1] + probe.outputs.shape[1]
+    rows = rows_per_block((n, width), np.float64) if rows_per_task is None else rows_per_task
+    tmp = Path(tempfile.mkdtemp(prefix=".capture-", dir=out))
+    try:
+        acts_path, outs_path = str(tmp / ACTIVATIONS), str(tmp / OUTPUTS)
+        for path, width in (
+            (acts_path, probe.activations.shape[1]),
+            (outs_path, probe.outputs.shape[1]),
+        ):
+            zarr.open_array(
+                path, mode="w", shape=(n, width), chunks=(rows, width), dtype=np.float32
+            )
+        arr = _as_dask(src, rows)
+        what = model if isinstance(model, str | os.PathLike) else _Shipped(model)
+        shipped = dask.delayed(what, name=f"labelwise-model-{uuid.uuid4().hex}")
+        blocks = arr.to_delayed().ravel()
+        starts = np.concatenate([[0], np.cumsum(arr.chunks[0])[:-1]]).astype(int).tolist()
+        call = dask.delayed(_capture_block, pure=False)
+        tasks = [
+            call(
+                shipped,
+                b,
+                s,
+                layer=layer,
+                head=head,
+                batch_size=batch_size,
+                acts_path=acts_path,
+                outs_path=outs_path,
+            )
+            for b, s in zip(blocks, starts, strict=True)
+        ]
+        done: list[tuple[int, int, str]] = list(dask.compute(*tasks))
+        layers = {label for _, _, label in done}
+        if layers != {probe.layer}:
+            raise LabelwiseError(f"blocks captured different layers: {sorted(layers)}")
+        for name in (ACTIVATIONS, OUTPUTS):
+            os.replace(tmp / name, out / name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return ZarrCapture(
+        activations=zarr.open_array(str(out / ACTIVATIONS), mode="r"),
+        outputs=zarr.open_array(str(out / OUTPUTS), mode="r"),
+        layer=probe.layer,
+        directory=out,
+        n_blocks=len(done),
+    )
