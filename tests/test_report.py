@@ -153,8 +153,19 @@ def _check_numbers(page: str, est: dict[str, Any]) -> _Page:
     return p
 
 
+try:
+    import matplotlib  # noqa: F401
+
+    HAVE_MPL = True
+except ImportError:  # the base install: the report says why it has no plots
+    HAVE_MPL = False
+
+
 def _no_network(page: str, p: _Page) -> None:
-    assert p.urls, "the page has images"
+    if HAVE_MPL:
+        assert p.urls, "the page has images"
+    else:
+        assert not p.urls and "Plots need matplotlib" in page
     assert all(u.startswith("data:image/png;base64,") for u in p.urls), p.urls
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
     assert "http://" not in page and "https://" not in page
@@ -175,7 +186,7 @@ def test_selection_report_numbers_equal_estimate_json(
     p = _check_numbers(page, est)
     _no_network(page, p)
     assert p.sections == ["estimate", "labels", "history", "per-class", "method", "sources"]
-    assert len(p.images) == 2  # the estimate against labels, per-class accuracy
+    assert len(p.images) == (2 if HAVE_MPL else 0)  # the estimate against labels, per-class
     sha = lw.io.file_digest(pile["dir"] / "probs.npy")
     assert sha in page and lw.io.file_digest(d / "labels.csv") in page
     assert f"labelwise {lw.__version__}, generated" in page
