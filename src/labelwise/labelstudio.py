@@ -93,6 +93,7 @@ def label_studio_tasks(
     *,
     image_url_prefix: str | None = None,
     model_version: str = "labelwise",
+    notes: list[str] | None = None,
 ) -> tuple[list[dict[str, Any]], str]:
     """Label Studio tasks for ``rows`` and the matching labeling config.
 
@@ -102,11 +103,14 @@ def label_studio_tasks(
     (``LOCAL_FILES_DOCUMENT_ROOT`` set to the image root) the prefix is
     ``/data/local-files/?d=``. Other piles: the task's ``text`` is the row's values.
     When the workspace recorded class probabilities, each task carries the model's class as
-    a prediction with its probability as ``score``.
+    a prediction with its probability as ``score``. A pile that moved since the capture is
+    no error (see :mod:`labelwise._rowview`): the note saying so is appended to ``notes``.
     """
     names = class_names(ws)
     ids = ws.row_ids()
     view = _RowView(ws, ids)
+    if notes is not None and view.note:
+        notes.append(view.note)
     probs = ws.load_source("probs") if ws.has_source("probs") else None
     if probs is not None and (probs.ndim != 2 or probs.shape[1] != len(names)):
         raise LabelwiseError(
