@@ -210,6 +210,9 @@ def test_parquet_pile_shows_the_row_cells_on_the_page_and_in_label_studio(
         RowView(_ws(d))
     code, _, err = _run(capsys, "export", d)
     assert code == 2 and "changed since the capture" in err
+    code, _, err = _run(capsys, "label", d, "--port", "0")  # before serving: one line
+    assert code == 2 and "changed since the capture" in err and err.count("\n") == 1
+    LabelSession(d).close()  # and the directory was let go
 
 
 def test_npz_pile_shows_the_row_values_and_a_picture(
