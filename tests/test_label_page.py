@@ -287,3 +287,32 @@ def test_browser_many_classes_are_searched_and_an_unknown_pile_shows_the_row(
     finally:
         page.close()
         served.stop()
+
+
+def test_browser_a_moved_pile_is_said_on_the_page(
+    browser: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from labelwise.cli import main
+
+    rng = np.random.default_rng(4)
+    cap = tmp_path / "cap"
+    cap.mkdir()
+    np.save(cap / "acts.npy", rng.normal(size=(60, 4)))
+    np.save(cap / "probs.npy", rng.dirichlet(np.ones(3), size=60))
+    (cap / "capture.json").write_text(json.dumps({"pile": {"kind": "npy", "path": "gone.npy"}}))
+    d = tmp_path / "camp"
+    argv = ["campaign", d, "--activations", cap / "acts.npy", "--probs", cap / "probs.npy"]
+    assert main([str(a) for a in [*argv, "--seed", "0"]]) == 0
+    assert main(["next", str(d), "--batch", "3"]) == 0
+    capsys.readouterr()
+    served = Running(LabelSession(d))
+    page = browser.new_page()
+    try:
+        page.goto(served.url)
+        page.wait_for_selector(f"#rowline[data-row='{proposed(d)[0]}']")
+        note = page.inner_text("#viewnote")
+        assert str(cap / "gone.npy") in note and "is not there any more" in note
+        assert "nothing more is known" in page.inner_text("#view")
+    finally:
+        page.close()
+        served.stop()

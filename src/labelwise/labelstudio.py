@@ -27,7 +27,6 @@ Tasks without an annotation, with only cancelled ones, with a choice that is no 
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +37,9 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 from numpy.typing import NDArray
 
+from ._rowview import RowView
 from .exceptions import LabelwiseError
-from .io import load_array, read_json
+from .io import read_json
 from .workspace import Workspace
 
 __all__ = [
@@ -52,7 +52,6 @@ __all__ = [
 FROM_NAME = "label"  # the <Choices> control
 ROW_KEY = "labelwise_row"
 ID_KEY = "labelwise_id"
-_TEXT_VALUES = 64  # an array row longer than this is shown truncated
 
 
 # ----------------------------------------------------------------------------- export
@@ -94,6 +93,7 @@ def label_studio_tasks(
     *,
     image_url_prefix: str | None = None,
     model_version: str = "labelwise",
+    notes: list[str] | None = None,
 ) -> tuple[list[dict[str, Any]], str]:
     """Label Studio tasks for ``rows`` and the matching labeling config.
 
@@ -103,11 +103,14 @@ def label_studio_tasks(
     (``LOCAL_FILES_DOCUMENT_ROOT`` set to the image root) the prefix is
     ``/data/local-files/?d=``. Other piles: the task's ``text`` is the row's values.
     When the workspace recorded class probabilities, each task carries the model's class as
-    a prediction with its probability as ``score``.
+    a prediction with its probability as ``score``. A pile that moved since the capture is
+    no error (see :mod:`labelwise._rowview`): the note saying so is appended to ``notes``.
     """
     names = class_names(ws)
     ids = ws.row_ids()
     view = _RowView(ws, ids)
+    if notes is not None and view.note:
+        notes.append(view.note)
     probs = ws.load_source("probs") if ws.has_source("probs") else None
     if probs is not None and (probs.ndim != 2 or probs.shape[1] != len(names)):
         raise LabelwiseError(
@@ -120,9 +123,9 @@ def label_studio_tasks(
         row_id = ids[r] if ids is not None and r < len(ids) else str(r)
         data: dict[str, Any] = {ROW_KEY: r, ID_KEY: row_id}
         if view.image:
-            data["image"] = view.image_url(row_id, image_url_prefix)
+            data["image"] = view.image_url(r, row_id, image_url_prefix)
         else:
-            data["text"] = view.text(r, row_id)
+            data["text"] = view.text(r)
         task: dict[str, Any] = {"data": data, "meta": {ROW_KEY: r, ID_KEY: row_id}}
         if probs is not None:
             p = np.asarray(probs[r], dtype=np.float64)
@@ -146,51 +149,27 @@ def label_studio_tasks(
 
 
 class _RowView:
-    """How a pile row goes into a task: an image path/URL or its values as text."""
+    """How a pile row goes into a task: an image path/URL or its text form
+    (:class:`labelwise._rowview.RowView`)."""
 
-    def __init__(self, ws: Workspace, ids: list[str] | None) -> None:
-        pile = ws.pile_info() or {}
-        cap = ws.capture_dir()
-        self.base = cap if cap is not None else ws.path
-        kind = str(pile.get("kind", "")).lower()
-        self.root: Path | None = None
-        self.array: NDArray[Any] | None = None
-        self.table: list[list[str]] | None = None
-        where = pile.get("root") or pile.get("path")
-        if kind in ("images", "image", "image-folder") and where and ids is not None:
-            self.root = self._resolve(str(where))
-        elif where and str(where).endswith(".npy") and self._resolve(str(where)).is_file():
-            self.array = load_array(self._resolve(str(where)), "the pile in capture.json")
-        elif where and str(where).endswith(".csv") and self._resolve(str(where)).is_file():
-            with open(self._resolve(str(where)), encoding="utf-8-sig", newline="") as fh:
-                self.table = list(csv.reader(fh))
+    def __init__(self, ws: Workspace, ids: Sequence[str] | None) -> None:
+        self.rows = RowView(ws, ids)
 
     @property
     def image(self) -> bool:
-        return self.root is not None
+        return self.rows.kind == "image"
 
-    def _resolve(self, where: str) -> Path:
-        p = Path(where)
-        return p if p.is_absolute() else (self.base / p)
+    @property
+    def note(self) -> str:
+        return self.rows.note
 
-    def image_url(self, row_id: str, prefix: str | None) -> str:
-        assert self.root is not None
+    def image_url(self, row: int, row_id: str, prefix: str | None) -> str:
         if prefix is None:
-            return str((self.root / row_id).resolve())
+            return str(self.rows.image_path(row))
         return prefix + quote(row_id, safe="/")
 
-    def text(self, row: int, row_id: str) -> str:
-        if self.array is not None and row < self.array.shape[0]:
-            flat = np.asarray(self.array[row]).reshape(-1)
-            shown = ", ".join(f"{float(v):.4g}" for v in flat[:_TEXT_VALUES])
-            more = f", ... ({flat.size} values)" if flat.size > _TEXT_VALUES else ""
-            return f"row {row}: [{shown}{more}]"
-        if self.table is not None and len(self.table) > row + 1:
-            header, values = self.table[0], self.table[row + 1]
-            return f"row {row}: " + ", ".join(
-                f"{h}={v}" for h, v in zip(header, values, strict=False)
-            )
-        return f"row {row} (id {row_id})"
+    def text(self, row: int) -> str:
+        return self.rows.text(row)
 
 
 # ----------------------------------------------------------------------------- import

@@ -1,31 +1,30 @@
 """What a row of the pile looks like on the labelling page.
 
-From :meth:`labelwise.workspace.Workspace.pile_info` (the capture's ``"pile"`` entry) and
-:meth:`~labelwise.workspace.Workspace.row_ids`:
+The pile and its rows come from :class:`labelwise._rowview.RowView` (the capture's
+``"pile"`` entry reopened as it was captured); this module only draws them:
 
-- an image folder (``{"kind": "images", "root": ...}``): the file ``root/ids[row]``, sent as
-  it is (PNG, JPEG, GIF, WebP) or converted to PNG with Pillow;
-- an array pile (a ``.npy`` file under ``"path"``): a 2-D row (H, W) or 3-D row (H, W, C) or
-  (C, H, W) drawn as an image, a 1-D row as a line plot (PNG) and, when short, a table;
-- a table pile (a ``.csv`` file under ``"path"``): the row's values as a table;
-- anything else: nothing (the page then shows the row number and the model's top classes).
+- an image folder: the file ``root/ids[row]``, sent as it is (PNG, JPEG, GIF, WebP) or
+  converted to PNG with Pillow;
+- an array pile (``.npy``, ``.npz``): a 2-D row (H, W) or 3-D row (H, W, C) or (C, H, W)
+  drawn as an image, a 1-D row as a line plot (PNG) and, when short, a table;
+- a table pile (``.csv``, ``.parquet``): the row's cells as a table;
+- anything else: nothing (the page then shows the row number, the model's top classes and,
+  when the pile moved, a note saying so).
 """
 
 from __future__ import annotations
 
-import csv
 import io
-import itertools
 import mimetypes
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .._deps import require
+from .._rowview import RowView
 from ..exceptions import LabelwiseError
-from ..io import load_array
 from ..workspace import Workspace
 
 __all__ = ["RowRenderer"]
@@ -38,69 +37,42 @@ _PLOT_SIZE = (480, 200)
 class RowRenderer:
     """The view of one pile row: ``view(row)`` for the page, ``image(row)`` for its picture."""
 
-    def __init__(self, ws: Workspace, ids: list[str] | None) -> None:
-        self.ids = ids
-        self.pile = ws.pile_info() or {}
-        cap = ws.capture_dir()
-        self.base = cap if cap is not None else ws.path
-        self.kind = "none"
-        self.root: Path | None = None
-        self.array: NDArray[Any] | None = None
-        self.table: Path | None = None
-        kind = str(self.pile.get("kind", "")).lower()
-        where = self.pile.get("root") or self.pile.get("path")
-        if kind in ("images", "image", "image-folder") and where and ids is not None:
-            self.root = self._resolve(where)
-            self.kind = "image"
-        elif where and str(where).endswith(".npy") and self._resolve(where).is_file():
-            self.array = load_array(self._resolve(where), "the pile in capture.json")
-            self.kind = "array"
-        elif where and str(where).endswith(".csv") and self._resolve(where).is_file():
-            self.table = self._resolve(where)
-            self.kind = "table"
-
-    def _resolve(self, where: Any) -> Path:
-        p = Path(str(where))
-        return p if p.is_absolute() else (self.base / p)
+    def __init__(self, ws: Workspace, ids: Sequence[str] | None) -> None:
+        self.rows = RowView(ws, ids)
+        self.ids = self.rows.ids
+        self.kind = self.rows.kind
 
     def view(self, row: int) -> dict[str, Any]:
         """How the page shows ``row``: ``{"type": "image" | "table" | "none", ...}``."""
         if self.kind == "image":
-            return {"type": "image", "url": f"/api/image/{row}"}
+            shown: dict[str, Any] = {"type": "image", "url": f"/api/image/{row}"}
+            return {**shown, "note": self.rows.note} if self.rows.note else shown
         if self.kind == "array":
-            assert self.array is not None
-            x = np.asarray(self.array[row])
+            x = self.rows.values(row)
+            if x.ndim not in (1, 2, 3):
+                return {"type": "none"}
             out: dict[str, Any] = {"type": "image", "url": f"/api/image/{row}"}
             if x.ndim == 1 and x.size <= _TABLE_MAX:
                 out["table"] = {
                     "columns": [str(i) for i in range(x.size)],
                     "values": [_fmt(v) for v in x.tolist()],
                 }
-            if x.ndim not in (1, 2, 3):
-                return {"type": "none"}
             return out
         if self.kind == "table":
-            columns, values = self._table_row(row)
+            columns, values = self.rows.record(row)
             return {"type": "table", "table": {"columns": columns, "values": values}}
-        return {"type": "none"}
+        return {"type": "none", "note": self.rows.note} if self.rows.note else {"type": "none"}
 
     def image(self, row: int) -> tuple[bytes, str]:
         """The row's picture: (bytes, content type)."""
         if self.kind == "image":
             return self._image_file(row)
         if self.kind == "array":
-            assert self.array is not None
-            return _png(np.asarray(self.array[row])), "image/png"
+            return _png(self.rows.values(row)), "image/png"
         raise LabelwiseError(f"row {row} has no picture (the pile is not known as images)")
 
     def _image_file(self, row: int) -> tuple[bytes, str]:
-        assert self.root is not None and self.ids is not None
-        root = self.root.resolve()
-        path = (root / self.ids[row]).resolve()
-        if root not in path.parents:
-            raise LabelwiseError(f"row {row}'s id {self.ids[row]!r} points outside {root}")
-        if not path.is_file():
-            raise LabelwiseError(f"row {row}'s image {path} does not exist")
+        path = self.rows.image_file(row)
         if path.suffix.lower() in _SENT_AS_IS:
             kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
             return path.read_bytes(), kind
@@ -111,16 +83,6 @@ class RowRenderer:
         with image.open(path) as im:
             im.save(buf, format="PNG")
         return buf.getvalue(), "image/png"
-
-    def _table_row(self, row: int) -> tuple[list[str], list[str]]:
-        assert self.table is not None
-        with open(self.table, encoding="utf-8-sig", newline="") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, [])
-            rec = next(itertools.islice(reader, row, row + 1), None)
-        if rec is None:
-            raise LabelwiseError(f"row {row} is not in {self.table}")
-        return [str(h) for h in header], rec
 
 
 def _fmt(v: Any) -> str:

@@ -77,6 +77,7 @@ def make_server(
         )
     if not 0 <= port <= 65535:
         raise LabelwiseError(f"--port must be in [0, 65535], got {port}")
+    renderer = RowRenderer(session.ws, session.ids)  # a changed pile: an error before binding
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     cls = type("_Server", (LabelServer,), {"address_family": family})
     try:
@@ -89,7 +90,7 @@ def make_server(
             ) from None
         raise LabelwiseError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
     server.session = session
-    server.renderer = RowRenderer(session.ws, session.ids)
+    server.renderer = renderer
     return server
 
 

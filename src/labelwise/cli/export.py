@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -101,9 +102,16 @@ def cmd_export(args: argparse.Namespace) -> int:
             f"DIR {args.dir} holds a regression campaign; Label Studio tasks from labelwise "
             "ask for a class (Choices), so label its rows in a CSV (row,target) instead"
         )
+    notes: list[str] = []
     tasks, config = label_studio_tasks(
-        ws, rows, image_url_prefix=args.image_url_prefix, model_version=args.model_version
+        ws,
+        rows,
+        image_url_prefix=args.image_url_prefix,
+        model_version=args.model_version,
+        notes=notes,
     )
+    for note in notes:
+        print(f"labelwise export: note: {note}", file=sys.stderr)
     out = args.out if args.out is not None else args.dir / "label-studio-tasks.json"
     config_path = out.with_name(f"{out.stem}.config.xml")
     out.parent.mkdir(parents=True, exist_ok=True)
