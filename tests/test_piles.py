@@ -385,7 +385,7 @@ def test_capture_cli_bad_key_and_classes_count(
     assert main([*base, "--key", "px", "--out", str(tmp_path / "c")]) == 2
     assert "--key 'px' is not in" in capsys.readouterr().err
     assert main([*base, "--image-size", "8x8", "--out", str(tmp_path / "c")]) == 2
-    assert "--image-size apply to a folder of images" in capsys.readouterr().err
+    assert "--image-size applies only to a folder of images" in capsys.readouterr().err
     (tmp_path / "three.txt").write_text("a\nb\nc\n")
     argv = [*base, "--key", "pixels", "--classes", str(tmp_path / "three.txt")]
     assert main([*argv, "--out", str(tmp_path / "c")]) == 2

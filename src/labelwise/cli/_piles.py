@@ -89,7 +89,10 @@ def open_inputs(args: argparse.Namespace) -> Pile:
         image = ImageSpec(**given)
     elif given:
         flags = ", ".join("--" + ("image-size" if k == "size" else k) for k in given)
-        raise LabelwiseError(f"{flags} apply to a folder of images, not to {args.inputs}")
+        verb = "apply" if len(given) > 1 else "applies"
+        raise LabelwiseError(
+            f"{flags} {verb} only to a folder of images, not to {args.inputs}; drop it"
+        )
     columns = None
     if args.columns is not None:
         columns = [c.strip() for c in args.columns.split(",") if c.strip()]
