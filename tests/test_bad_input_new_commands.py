@@ -26,12 +26,6 @@ def test_input_errors_before_the_model_is_loaded(
     model = str(tmp_path / "model.pt")  # never loaded: the inputs are checked first
     out = tmp_path / "out"
     base = ["capture", "--model", model, "--out", str(out), "--inputs"]
-    (tmp_path / "empty").mkdir()
-    assert "holds no images" in _run(capsys, [*base, str(tmp_path / "empty")])
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    (bad / "fake.png").write_text("not a png")
-    assert "cannot read image" in _run(capsys, [*base, str(bad)])
     text = tmp_path / "text.csv"
     text.write_text("a,b\n1,2\n3,oops\n")
     assert "is not a finite number: 'oops'" in _run(capsys, [*base, str(text)])
@@ -41,6 +35,21 @@ def test_input_errors_before_the_model_is_loaded(
     np.savez(npz, a=np.zeros((2, 2)), b=np.zeros((2, 2)))
     assert "--key" in _run(capsys, [*base, str(npz)])
     assert "does not exist" in _run(capsys, [*base, str(tmp_path / "missing.npy")])
+    assert not out.exists()
+
+
+def test_image_folder_errors_before_the_model_is_loaded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("PIL.Image")
+    out = tmp_path / "out"
+    base = ["capture", "--model", str(tmp_path / "model.pt"), "--out", str(out), "--inputs"]
+    (tmp_path / "empty").mkdir()
+    assert "holds no images" in _run(capsys, [*base, str(tmp_path / "empty")])
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "fake.png").write_text("not a png")
+    assert "cannot read image" in _run(capsys, [*base, str(bad)])
     assert "--image-size" in _run(capsys, [*base, str(bad), "--image-size", "abc"])
     assert not out.exists()
 

@@ -393,3 +393,31 @@ def test_capture_cli_bad_key_and_classes_count(
     assert main([*base, "--key", "pixels", "--out", str(tmp_path / "c")]) == 0
     assert (tmp_path / "c" / "ids.txt").read_text().splitlines() == ["0", "1", "2", "3", "4"]
     assert json.loads((tmp_path / "c" / "capture.json").read_text())["pile"]["key"] == "pixels"
+
+
+def test_a_failed_capture_leaves_the_earlier_capture_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], torch_model: tuple[Path, object]
+) -> None:
+    """A run into an existing --out that fails after the model ran changes no file there."""
+    model_path, _ = torch_model
+    gen = np.random.default_rng(1)
+    np.save(tmp_path / "a.npy", gen.normal(size=(6, 64)).astype(np.float32))
+    np.save(tmp_path / "b.npy", gen.normal(size=(9, 64)).astype(np.float32))
+    out = tmp_path / "c"
+    base = ["capture", "--model", str(model_path), "--out", str(out)]
+    assert main([*base, "--inputs", str(tmp_path / "a.npy")]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert {"activations.npy", "probabilities.npy", "capture.json", "ids.txt"} <= set(before)
+    (tmp_path / "three.txt").write_text("a\nb\nc\n")
+    capsys.readouterr()
+    argv = [*base, "--inputs", str(tmp_path / "b.npy"), "--classes", str(tmp_path / "three.txt")]
+    assert main(argv) == 2
+    assert "names 3 classes, the model outputs 2" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no staging left either
+    assert np.load(out / "activations.npy").shape[0] == 6
+    # a run that succeeds replaces the capture and drops files it no longer writes
+    (out / "classes.json").write_text('["x", "y"]')
+    assert main([*base, "--inputs", str(tmp_path / "b.npy")]) == 0
+    assert np.load(out / "activations.npy").shape[0] == 9
+    assert not (out / "classes.json").exists()
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []

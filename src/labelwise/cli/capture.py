@@ -4,6 +4,9 @@ probabilities batch by batch."""
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -119,14 +122,14 @@ def _model_route(args: argparse.Namespace) -> str:
     return "onnx" if args.model.suffix.lower() == ".onnx" else "torch"
 
 
-def _capture(args: argparse.Namespace, inputs: Any) -> tuple[Any, dict[str, Any]]:
-    """Run the model route; returns the Capture and what capture.json says about the model."""
+def _capture(args: argparse.Namespace, inputs: Any, out: Path) -> tuple[Any, dict[str, Any]]:
+    """Run the model route into ``out``; the Capture and what capture.json says of the model."""
     route = _model_route(args)
     options = {
         "layer": args.layer,
         "head": args.head,
         "batch_size": args.batch_size,
-        "out": args.out,
+        "out": out,
     }
     if route == "onnx":
         from ..adapters import onnx
@@ -153,40 +156,68 @@ def _capture(args: argparse.Namespace, inputs: Any) -> tuple[Any, dict[str, Any]
     return torch_adapter.capture(model, inputs, **options), about
 
 
+# every file a capture may write: an earlier capture's files that this one does not write
+# (probabilities.npy after a regression model, classes.json without --classes) are removed
+CAPTURE_FILES = (
+    "activations.npy",
+    "probabilities.npy",
+    "outputs.npy",
+    "predictions.npy",
+    "ids.txt",
+    "classes.json",
+    "capture.json",
+)
+
+
 def cmd_capture(args: argparse.Namespace) -> int:
     _model_route(args)  # argument errors before the inputs are read
     inputs = open_inputs(args)
     classes = None if args.classes is None else read_classes(args.classes)
-    cap, about = _capture(args, inputs)
-    n_out = int(cap.outputs.shape[1])
-    if classes is not None and cap.head == "softmax" and len(classes) != n_out:
-        for name in ("activations.npy", "probabilities.npy", "predictions.npy"):
-            (args.out / name).unlink(missing_ok=True)  # nothing half-described stays
-        raise LabelwiseError(
-            f"--classes: {args.classes} names {len(classes)} classes, the model outputs {n_out}"
+    out: Path = args.out
+    if out.exists() and not out.is_dir():
+        raise LabelwiseError(f"--out: {out} exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    # the capture is written into a staging directory inside --out and moved into place only
+    # when every check passed: a failed run leaves an earlier capture in --out as it was
+    stage = Path(tempfile.mkdtemp(prefix=".capture-", dir=out))
+    try:
+        cap, about = _capture(args, inputs, stage)
+        n_out = int(cap.outputs.shape[1])
+        if classes is not None and cap.head == "softmax" and len(classes) != n_out:
+            raise LabelwiseError(
+                f"--classes: {args.classes} names {len(classes)} classes, the model outputs {n_out}"
+            )
+        written = ["activations.npy"]
+        written += ["probabilities.npy"] if cap.head == "softmax" else ["outputs.npy"]
+        written += ["predictions.npy"]
+        if classes is None and cap.classes is not None:
+            classes = list(cap.classes)
+        written += write_pile_files(stage, inputs, classes)
+        write_json(
+            stage / "capture.json",
+            {
+                **about,
+                "inputs": str(args.inputs.resolve()),
+                "layer": cap.layer,
+                "head": cap.head,
+                "rows": int(cap.activations.shape[0]),
+                "neurons": int(cap.activations.shape[1]),
+                "outputs": int(cap.outputs.shape[1]),
+                "pile": inputs.describe(),
+            },
         )
-    written = ["activations.npy"]
-    written += ["probabilities.npy"] if cap.head == "softmax" else ["outputs.npy"]
-    written += ["predictions.npy"]
-    if classes is None and cap.classes is not None:
-        classes = list(cap.classes)
-    written += write_pile_files(args.out, inputs, classes)
-    write_json(
-        args.out / "capture.json",
-        {
-            **about,
-            "inputs": str(args.inputs.resolve()),
-            "layer": cap.layer,
-            "head": cap.head,
-            "rows": int(cap.activations.shape[0]),
-            "neurons": int(cap.activations.shape[1]),
-            "outputs": int(cap.outputs.shape[1]),
-            "pile": inputs.describe(),
-        },
-    )
+        # capture.json last: until it is replaced, the directory does not claim the new arrays
+        (out / "capture.json").unlink(missing_ok=True)
+        for name in CAPTURE_FILES:
+            if name not in written and name != "capture.json":
+                (out / name).unlink(missing_ok=True)
+        for name in [*written, "capture.json"]:
+            os.replace(stage / name, out / name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
     print(
         f"captured {cap.activations.shape[0]} rows ({about['model_kind']}): layer {cap.layer}, "
         f"{cap.activations.shape[1]} neurons"
     )
-    print(f"  wrote {', '.join(written)} and capture.json to {args.out}")
+    print(f"  wrote {', '.join(written)} and capture.json to {out}")
     return 0
