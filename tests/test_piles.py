@@ -421,3 +421,32 @@ def test_a_failed_capture_leaves_the_earlier_capture_as_it_was(
     assert np.load(out / "activations.npy").shape[0] == 9
     assert not (out / "classes.json").exists()
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []
+
+
+def test_zarr_pile_captures_like_the_same_npy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], torch_model: tuple[Path, object]
+) -> None:
+    """A zarr store is a pile: read chunk by chunk, same capture as the .npy of its rows."""
+    zarr = pytest.importorskip("zarr")
+    model_path, _ = torch_model
+    x = np.random.default_rng(3).normal(size=(23, 64)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    z = zarr.open_array(str(tmp_path / "x.zarr"), mode="w", shape=x.shape, chunks=(5, 64))
+    z[:] = x
+    pile = open_pile(tmp_path / "x.zarr")
+    assert pile.kind == "zarr" and pile.describe()["chunks"] == [5, 64]
+    rows = np.array([22, 0, 7, 7, 11])
+    np.testing.assert_array_equal(pile[rows], x[rows])  # chunk boundaries, a repeated row
+    base = ["capture", "--model", str(model_path), "--batch-size", "4"]
+    for name, out in (("x.npy", "from_npy"), ("x.zarr", "from_zarr")):
+        assert main([*base, "--inputs", str(tmp_path / name), "--out", str(tmp_path / out)]) == 0
+    for arr in ("activations.npy", "probabilities.npy"):
+        expected = np.load(tmp_path / "from_npy" / arr)
+        np.testing.assert_array_equal(np.load(tmp_path / "from_zarr" / arr), expected)
+    assert (
+        json.loads((tmp_path / "from_zarr" / "capture.json").read_text())["pile"]["kind"] == "zarr"
+    )
+    capsys.readouterr()
+    (tmp_path / "bad.zarr").mkdir()
+    assert main([*base, "--inputs", str(tmp_path / "bad.zarr"), "--out", str(tmp_path / "b")]) == 2
+    assert "not a readable zarr array" in capsys.readouterr().err

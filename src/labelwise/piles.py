@@ -4,6 +4,9 @@
 
 - ``.npy`` arrays (memory-mapped: a batch reads only its rows),
 - ``.npz`` archives (one array, chosen with ``key=``),
+- zarr array stores (a ``.zarr`` directory, or one holding ``zarr.json`` / ``.zarray``; read
+  chunk by chunk, so a pile written by :func:`labelwise.adapters.dask_capture.capture_to_zarr`
+  or any zarr writer can be larger than memory),
 - folders of images (png, jpg, jpeg, bmp, gif, webp; found recursively, sorted by path;
   decoded with Pillow a batch at a time, with one declared :class:`ImageSpec` for every row),
 - CSV tables (header required) and Parquet tables (pyarrow), numeric ``columns=``,
@@ -219,7 +222,8 @@ def open_pile(
     Parameters
     ----------
     path:
-        A ``.npy``, ``.npz``, ``.csv`` or ``.parquet`` file, or a folder of images.
+        A ``.npy``, ``.npz``, ``.csv`` or ``.parquet`` file, a zarr array store, or a folder
+        of images.
     key:
         ``.npz`` only: the array to read (may be omitted when the archive holds one array).
     columns:
@@ -244,7 +248,9 @@ def open_pile(
         raise LabelwiseError(f"--inputs: {p} does not exist")
     suffix = p.suffix.lower()
     kind = (
-        "images"
+        "zarr"
+        if is_zarr_store(p)
+        else "images"
         if p.is_dir()
         else {
             ".npy": "npy",
@@ -256,8 +262,9 @@ def open_pile(
     )
     if kind is None:
         raise LabelwiseError(
-            f"--inputs: {p} is not a pile labelwise reads: give a .npy or .npz array, a .csv or "
-            f".parquet table, or a folder of images ({', '.join(IMAGE_SUFFIXES)})"
+            f"--inputs: {p} is not a pile labelwise reads: give a .npy or .npz array, a .zarr "
+            f"array, a .csv or .parquet table, or a folder of images "
+            f"({', '.join(IMAGE_SUFFIXES)})"
         )
     _only_for(kind, "npz", key=key)
     _only_for(kind, ("csv", "parquet"), columns=columns, id_column=id_column)
@@ -266,11 +273,20 @@ def open_pile(
         return _open_npy(p)
     if kind == "npz":
         return _open_npz(p, key)
+    if kind == "zarr":
+        return _open_zarr(p)
     if kind == "images":
         return _open_images(p, image or ImageSpec())
     if kind == "csv":
         return _open_csv(p, columns, id_column)
     return _open_parquet(p, columns, id_column)
+
+
+def is_zarr_store(path: Path) -> bool:
+    """Whether ``path`` is a directory holding a zarr array (rather than a folder of images)."""
+    return path.is_dir() and (
+        path.suffix.lower() == ".zarr" or any((path / f).exists() for f in ("zarr.json", ".zarray"))
+    )
 
 
 def _only_for(kind: str, kinds: str | tuple[str, ...], **given: Any) -> None:
@@ -300,7 +316,9 @@ def _array_pile(kind: str, path: Path, arr: NDArray[Any], info: dict[str, Any]) 
         # sorted reads are kind to a memory map; put the rows back in the order asked
         order = np.argsort(sel, kind="stable")
         out = np.empty((sel.size, *arr.shape[1:]), dtype=np.float32)
-        out[order] = arr[sel[order]]
+        rows = sel[order]
+        # zarr indexes rows by an integer array through .oindex (orthogonal selection)
+        out[order] = arr.oindex[rows] if hasattr(arr, "oindex") else arr[rows]
         return out
 
     return Pile(
@@ -317,6 +335,15 @@ def _open_npy(path: Path) -> Pile:
     from .io import load_array
 
     return _array_pile("npy", path, load_array(path, "--inputs"), {})
+
+
+def _open_zarr(path: Path) -> Pile:
+    """A zarr array store, read chunk by chunk as capture asks (never whole)."""
+    from ._chunks import open_array
+
+    arr = open_array(path)
+    info = {"chunks": [int(c) for c in arr.chunks]} if hasattr(arr, "chunks") else {}
+    return _array_pile("zarr", path, arr, info)
 
 
 def _open_npz(path: Path, key: str | None) -> Pile:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..exceptions import LabelwiseError
 from ..io import atomic_write, write_json
-from ..piles import IMAGE_SUFFIXES, ImageSpec, Pile, open_pile
+from ..piles import IMAGE_SUFFIXES, ImageSpec, Pile, is_zarr_store, open_pile
 from ..workspace import CLASSES, IDS, Workspace
 
 CLASSES_HELP = (
@@ -23,7 +23,8 @@ def add_pile_arguments(parser: Any) -> None:
     """``--key``, ``--columns``, ``--id-column`` and the image options of ``--inputs``."""
     g = parser.add_argument_group(
         "inputs",
-        f"--inputs is a .npy (memory-mapped) or .npz array, a .csv or .parquet table, or a "
+        f"--inputs is a .npy (memory-mapped) or .npz array, a zarr store (read chunk by "
+        f"chunk), a .csv or .parquet table, or a "
         f"folder of images ({', '.join(IMAGE_SUFFIXES)}; found recursively, sorted by path, "
         "decoded a batch at a time). Each row keeps an id (written to OUT/ids.txt): the "
         "image's path under the folder, the table's --id-column, else the row number",
@@ -85,7 +86,7 @@ def open_inputs(args: argparse.Namespace) -> Pile:
     }
     given = {k: v for k, v in image_opts.items() if v is not None}
     image = None
-    if args.inputs.is_dir():
+    if args.inputs.is_dir() and not is_zarr_store(args.inputs):
         image = ImageSpec(**given)
     elif given:
         flags = ", ".join("--" + ("image-size" if k == "size" else k) for k in given)
