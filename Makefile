@@ -23,7 +23,7 @@ test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # The NumPy-level tests in a venv with only the base dependencies (+ pytest, hypothesis):
 # torch/captum/scikit-learn/matplotlib tests skip; the rest must pass with warnings as errors.
