@@ -187,6 +187,7 @@ class RankingCampaign:
         else:
             self._surrogate = _soft_agreement(pred, probs)  # (M, N) float32
         self._s_total = self._surrogate.sum(axis=1, dtype=np.float64)
+        self._kernels = _bias_kernels(pred)
         self._labelled = np.zeros(n, dtype=bool)
         self._proposed = np.zeros(n, dtype=bool)
         self._pending: dict[int, float] = {}  # row -> weight 1 / (N p)
@@ -329,17 +330,28 @@ class RankingCampaign:
         """Posterior mean accuracies (model order) and their covariance."""
         if self.method != "active":
             return self._labelled_estimate()
-        return self._posterior()
+        post = self._posterior()
+        return post.mean(), post.cov()
 
     def ranking(self, *, confidence: float = 0.95, rank_level: float = 0.9) -> Ranking:
         """The models ranked, with intervals, ``prob_best``, ``prob_beats`` and rank sets."""
         conf = check_confidence(confidence)
         level = check_probability(rank_level, "rank_level")
-        mean, cov = self.estimate()
-        draws = self._draws(mean, cov)
-        if self.method == "active":  # rank sets from the guarded posterior (tau_noise)
-            low, high = _rank_sets(self._draws(*self._posterior(guard=True)), level)
+        if self.method == "active":
+            post = self._posterior()
+            mean, cov = post.mean(), post.cov()
+            draws = post.draws(self._gen, self._n_draws)
+            # rank sets from the guarded posterior (tau_noise)
+            guarded = self._posterior(guard=True).draws(self._gen, self._n_draws)
+            low, high = _rank_sets(guarded, level)
+            if post.design is not None:
+                d_low, d_high = _rank_sets(
+                    _Mixture.gaussian(*post.design).draws(self._gen, self._n_draws), level
+                )
+                low, high = np.minimum(low, d_low), np.maximum(high, d_high)
         else:
+            mean, cov = self._labelled_estimate()
+            draws = _Mixture.gaussian(mean, cov).draws(self._gen, self._n_draws)
             low, high = _rank_sets(draws, level)
         order = np.argsort(-mean, kind="stable").astype(np.int64)
         rank = stats.rankdata(-np.round(mean, 12), method="min").astype(np.int64)
@@ -347,13 +359,22 @@ class RankingCampaign:
         best = _prob_best(draws)
         sd = np.sqrt(np.clip(np.diag(cov), 0, None))
         z = float(stats.norm.ppf(0.5 + conf / 2))
+        ci_low, ci_high = mean - z * sd, mean + z * sd
+        if self.method == "active":
+            if post.design is None:  # no label: nothing bounds the consensus bias
+                ci_low, ci_high = np.zeros_like(mean), np.ones_like(mean)
+            else:  # never narrower than the design-based PPI interval
+                d_mean, d_cov = post.design
+                d_sd = np.sqrt(np.clip(np.diag(d_cov), 0, None))
+                ci_low = np.minimum(ci_low, d_mean - z * d_sd)
+                ci_high = np.maximum(ci_high, d_mean + z * d_sd)
         lab = self._labelled_correct()
         return Ranking(
             model_names=self.model_names,
             accuracy=mean,
             n_correct=lab.sum(axis=1, dtype=np.int64),
-            ci_low=np.clip(mean - z * sd, 0, 1),
-            ci_high=np.clip(mean + z * sd, 0, 1),
+            ci_low=np.clip(ci_low, 0, 1),
+            ci_high=np.clip(ci_high, 0, 1),
             rank=rank,
             order=order,
             prob_better=np.array([beats[a, b] for a, b in itertools.pairwise(order)]),
@@ -373,25 +394,25 @@ class RankingCampaign:
         r = self.rows
         return self._pred[:, r] == np.asarray(self._labels, dtype=np.int64)[None, :]
 
-    def _posterior(self, *, guard: bool = False) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Posterior mean and covariance; ``guard=False``: without the tau_noise guard."""
-        mean, cov = self._posterior_with(self._surrogate, self._s_total, guard)
+    def _posterior(self, *, guard: bool = False) -> _Mixture:
+        """Posterior of the accuracies; ``guard=False``: without the tau_noise guard."""
+        post = self._posterior_with(self._surrogate, self._s_total, guard)
         if self._weighted and self.n_labelled > 0:
-            w = np.clip(mean - 1.0 / self.n_classes, 0.01, None)
+            w = np.clip(post.mean() - 1.0 / self.n_classes, 0.01, None)
             sur = _weighted_agreement(self._pred, w)
             if self._surrogate_kind == "mixed":
                 sur = (sur + self._hard) / np.float32(2)
-            mean, cov = self._posterior_with(sur, sur.sum(axis=1, dtype=np.float64), guard)
-        return mean, cov
+            post = self._posterior_with(sur, sur.sum(axis=1, dtype=np.float64), guard)
+        return post
 
     def _posterior_with(
         self, surrogate: NDArray[np.float32], s_total: NDArray[np.float64], guard: bool
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    ) -> _Mixture:
         m, n_pop = self._pred.shape
         n = self.n_labelled
         base = s_total / n_pop
         if n == 0:
-            return base, np.eye(m) * self._tau0**2
+            return _Mixture.gaussian(base, np.eye(m) * self._tau0**2)
         r = self.rows
         correct = self._labelled_correct()
         s_lab = surrogate[:, r].astype(np.float64)
@@ -404,22 +425,23 @@ class RankingCampaign:
         centred = resid - delta_hat[:, None]
         sigma = (centred * w[None, :] ** 2) @ centred.T * (n / max(n - 1, 1))
         # floor: a model whose residuals are all equal must not look exactly known
-        sigma = sigma + np.eye(m) * (float(np.trace(sigma)) / m * 0.05 + 0.25 / (n + 2) ** 2)
+        # floor: a model whose residuals are all equal must not look exactly known; the
+        # floor keeps the structure of the biases (a common level, contrasts in proportion
+        # to how often two models disagree), so models that agree stay tightly paired
+        phi = float(np.trace(sigma)) / m * 0.05 + 0.25 / (n + 2) ** 2
+        sigma = sigma + phi * np.full((m, m), 1.0 / m) + (phi + _KAPPA / (n + 2)) * self._kernels[0]
+        raw_sigma = sigma
         cen = np.eye(m) - 1.0 / m
-        d = cen @ delta_hat
-        trace = float(np.trace(cen @ sigma @ cen))
-        noise = trace / (m - 1)
-        tau2 = max(self._tau0**2, (float(d @ d) - trace) / (m - 1))
-        sigma_inv = np.linalg.inv(sigma)
-        cov, delta_post = _gaussian_posterior(sigma_inv, cen, tau2, delta_hat)
-        if guard and self._tau_noise * noise > tau2:
-            # tau^2 may be underestimated (few labels): the spread of the posterior under the
-            # larger prior, around the same point estimate
-            cov = _gaussian_posterior(sigma_inv, cen, self._tau_noise * noise, delta_hat)[0]
+        noise = float(np.trace(cen @ sigma @ cen)) / (m - 1)
+        floor = self._tau_noise * noise if guard else 0.0
+        mix = _tau_mixture(sigma, delta_hat, self._kernels, self._tau0, floor)
         f = (n_pop - n) / n_pop
         s_unlab = lam * s_total - s_lab.sum(axis=1)
-        mean = (correct.sum(axis=1) + s_unlab) / n_pop + f * delta_post
-        return mean, cov * f**2
+        shift = (correct.sum(axis=1) + s_unlab) / n_pop
+        out = _Mixture(mix.weights, shift[None, :] + f * mix.means, mix.covs * f**2)
+        # the design-based (no pooling) PPI estimate and covariance
+        out.design = (shift + f * delta_hat, raw_sigma * f**2)
+        return out
 
     def _power(
         self, correct: NDArray[np.bool_], s_lab: NDArray[np.float64], w: NDArray[np.float64]
@@ -453,12 +475,6 @@ class RankingCampaign:
         cov = centred @ centred.T / (n * max(n - 1, 1)) + np.eye(m) * 0.25 / (n + 2) ** 2
         return mean, cov
 
-    def _draws(self, mean: NDArray[np.float64], cov: NDArray[np.float64]) -> NDArray[np.float64]:
-        vals, vecs = np.linalg.eigh(cov)
-        root = vecs * np.sqrt(np.clip(vals, 0, None))[None, :]
-        z = self._gen.standard_normal((self._n_draws, mean.size))
-        return mean[None, :] + z @ root.T
-
     # ------------------------------------------------------------------ selection
     def _propose_uniform(self, k: int) -> NDArray[np.int64]:
         free = np.flatnonzero(~self._proposed)
@@ -482,8 +498,7 @@ class RankingCampaign:
         return rows
 
     def _propose_active(self, k: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        mean, cov = self._posterior()
-        draws = self._draws(mean, cov)
+        draws = self._posterior().draws(self._gen, self._n_draws)
         beats = _prob_beats(draws)
         g = (4 * beats * (1 - beats)).mean(axis=1) + _prob_best(draws)
         u = _disagreement(self._pred, g) ** self._pow
@@ -568,16 +583,187 @@ def _cppi_extend(selection: Selection, data: Any, additional: int, rng: RNGLike)
     return _cppi_selection(camp, selection, rows, share, gen)
 
 
+class _Mixture:
+    """A finite mixture of Gaussians over the models' accuracies (or consensus biases)."""
+
+    def __init__(
+        self,
+        weights: NDArray[np.float64],
+        means: NDArray[np.float64],
+        covs: NDArray[np.float64],
+    ) -> None:
+        self.weights = weights  # (K,)
+        self.means = means  # (K, M)
+        self.covs = covs  # (K, M, M)
+        # (mean, cov) of the unshrunk PPI estimate, when there are labels
+        self.design: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+
+    @classmethod
+    def gaussian(cls, mean: NDArray[np.float64], cov: NDArray[np.float64]) -> _Mixture:
+        return cls(np.ones(1), mean[None, :], cov[None, :, :])
+
+    def mean(self) -> NDArray[np.float64]:
+        return np.asarray(self.weights @ self.means)
+
+    def cov(self) -> NDArray[np.float64]:
+        """Total covariance: within-component plus the spread of the component means."""
+        mu = self.mean()
+        dev = self.means - mu[None, :]
+        within = np.einsum("k,kij->ij", self.weights, self.covs)
+        return np.asarray(within + (dev * self.weights[:, None]).T @ dev)
+
+    def draws(self, gen: np.random.Generator, n_draws: int) -> NDArray[np.float64]:
+        """``n_draws`` draws; the component of each draw is drawn with the weights."""
+        k, m = self.means.shape
+        counts = gen.multinomial(n_draws, self.weights) if k > 1 else np.array([n_draws])
+        out = np.empty((n_draws, m))
+        at = 0
+        for j in np.flatnonzero(counts):
+            vals, vecs = np.linalg.eigh(self.covs[j])
+            root = vecs * np.sqrt(np.clip(vals, 0, None))[None, :]
+            c = int(counts[j])
+            out[at : at + c] = self.means[j][None, :] + gen.standard_normal((c, m)) @ root.T
+            at += c
+        return out[gen.permutation(n_draws)] if k > 1 else out
+
+
+_N_TAU = 40
+_KAPPA = 0.08
+_TAU_MAX = 2.0
+
+
+def _tau_mixture(
+    sigma: NDArray[np.float64],
+    delta_hat: NDArray[np.float64],
+    kernels: Sequence[NDArray[np.float64]],
+    tau0: float,
+    floor: float,
+    *,
+    trend: NDArray[np.float64] | None = None,
+) -> _Mixture:
+    """Posterior of the biases, prior spread and shape integrated out (hierarchical Bayes).
+
+    With ``trend`` (the models' consensus scores ``sbar``) and at least 4 models the prior
+    mean is ``mu + beta (sbar - mean sbar)`` instead of ``mu``: the vote compresses the
+    accuracy differences (good models all agree with it about equally), so the biases
+    grow with the consensus score and shrinking them to one level would undo the order of
+    the best models. ``(mu, beta)`` are fitted by ordinary least squares ``b = (X'X)^-1 X'
+    delta_hat`` (``X = [1, sbar]``), covariance ``(X'X)^-1 X' Sigma X (X'X)^-1``, and only
+    the residual directions are shrunk (below, ``1`` stands for the columns of ``X``).
+
+    Model: ``delta_hat ~ N(delta, Sigma)``, ``delta = mu 1 + eta``, ``eta ~ N(0, tau^2 K)`` on
+    the centred subspace, ``K`` one of ``kernels`` (:func:`_bias_kernels`, equal prior
+    weight). The common level ``mu`` is the plain mean of ``delta_hat`` (variance
+    ``1' Sigma 1 / M^2``): a generalised-least-squares mean would weight the models by the
+    inverse of a covariance estimated from few labels, and such weights (of either sign) put
+    the level outside the models' estimates. The contrasts ``y = Q' delta_hat`` (``Q`` an
+    orthonormal basis of the centred subspace) are ``N(Q' eta, S)``, ``S = Q' Sigma Q``, so
+    for given ``tau`` and ``K`` (``K_q = Q' K Q``)
+
+        cov_q = (S^-1 + K_q^-1 / tau^2)^-1,   mean_q = cov_q S^-1 y,
+
+    with restricted likelihood ``y ~ N(0, S + tau^2 K_q)``. ``tau`` is uniform on [tau0, 2]
+    (Gelman 2006, Sec. 4.3: uniform on the scale, not its log, so a small zoo is not
+    over-shrunk), on a grid of 40 log-spaced values weighted by their spacing; the result is
+    the mixture of the Gaussian posteriors by posterior weight of ``(tau, K)``. This replaces
+    the plug-in empirical-Bayes ``tau^2``, whose posterior ignores how uncertain ``tau`` is
+    and so is too narrow for models far from the others (Morris 1983, Sec. 4: the extra
+    ``B^2 (y - ybar)^2`` term). ``floor`` > 0 (the rank-set guard) widens every component to
+    the covariance at ``tau^2 K`` with ``tau^2 >= floor / mean eigenvalue of K_q``, keeping
+    its mean.
+    """
+    m = delta_hat.size
+    taus = np.geomspace(tau0, max(_TAU_MAX, 2 * tau0), _N_TAU)
+    tau2 = taus**2
+    x = np.ones((m, 1))
+    if trend is not None and m >= 4 and float(np.ptp(trend)) > 1e-9:
+        x = np.column_stack([x, trend - trend.mean()])
+    proj = x @ np.linalg.pinv(x)  # hat matrix of the fixed effects
+    q = np.linalg.eigh(np.eye(m) - proj)[1][:, x.shape[1] :]  # its complement
+    y = q.T @ delta_hat
+    s_q = q.T @ sigma @ q
+    s_q = (s_q + s_q.T) / 2
+    s_inv = np.linalg.inv(s_q)
+    comps: list[tuple[float, NDArray[np.float64], float, float]] = []
+    for kernel in kernels:
+        k_q = q.T @ kernel @ q
+        vals, vecs = np.linalg.eigh((k_q + k_q.T) / 2)
+        vals = np.clip(vals, max(float(vals.max()), 1e-12) * 1e-4, None)
+        k_q = (vecs * vals[None, :]) @ vecs.T
+        k_inv = (vecs / vals[None, :]) @ vecs.T
+        g = floor / float(vals.mean())
+        for t, t2 in zip(taus.tolist(), tau2.tolist(), strict=True):
+            v = s_q + t2 * k_q
+            logdet = np.linalg.slogdet(v)[1]
+            ll = -0.5 * (logdet + float(y @ np.linalg.solve(v, y)))
+            comps.append((ll + math.log(t), k_inv, t2, g))  # uniform on tau: tau d log tau
+    logw = np.array([c[0] for c in comps])
+    wts = np.exp(logw - logw.max())
+    wts /= wts.sum()
+    keep = np.flatnonzero(wts > 1e-4 * wts.max())
+    wts = wts[keep] / wts[keep].sum()
+    fixed = proj @ delta_hat
+    level = proj @ sigma @ proj.T
+    means = np.empty((keep.size, m))
+    covs = np.empty((keep.size, m, m))
+    for i, j in enumerate(keep.tolist()):
+        _, k_inv, t2, g = comps[j]
+        cov_q, mean_q = _gaussian_posterior(s_inv, k_inv, t2, y)
+        if g > t2:
+            cov_q = _gaussian_posterior(s_inv, k_inv, g, y)[0]
+        means[i] = fixed + q @ mean_q
+        covs[i] = level + q @ cov_q @ q.T
+    return _Mixture(wts, means, covs)
+
+
 def _gaussian_posterior(
     sigma_inv: NDArray[np.float64],
-    cen: NDArray[np.float64],
+    prior_prec: NDArray[np.float64],
     tau2: float,
     delta_hat: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Covariance and mean of delta given delta_hat ~ N(delta, Sigma), C delta ~ N(0, tau2 C)."""
-    cov = np.linalg.inv(sigma_inv + cen / tau2)
+    """Covariance and mean of x given delta_hat ~ N(x, Sigma), x ~ N(0, tau2 P^-1)."""
+    cov = np.linalg.inv(sigma_inv + prior_prec / tau2)
     cov = (cov + cov.T) / 2
     return cov, cov @ (sigma_inv @ delta_hat)
+
+
+_KERNEL_INPUTS = 20_000
+
+
+def _bias_kernels(pred: NDArray[np.int64]) -> tuple[NDArray[np.float64], ...]:
+    """Prior covariance shapes of the consensus biases: ``K_p = -1/2 C D^p C``, p = 1, 2.
+
+    ``D_ab`` is the share of inputs on which models a and b disagree (on at most 20,000
+    evenly spaced inputs). Two models' biases ``delta_m = mean_i (c_mi - s_mi)`` differ only
+    through the inputs where they disagree: ``delta_a - delta_b = D_ab b_ab`` with ``b_ab``
+    the mean of ``(c_a - c_b) - (s_a - s_b)`` there, in [-2, 2]. ``K_1`` makes
+    ``Var(delta_a - delta_b)`` proportional to ``D_ab`` (``b_ab`` an average of independent
+    terms), ``K_2`` to ``D_ab^2`` (``b_ab`` of the same size for every pair, e.g. nested
+    models where the better is right wherever they differ). ``D`` is a Hamming (L1)
+    distance, of negative type, so ``K_1`` is positive semi-definite (Schoenberg 1935);
+    ``K_2`` is projected on the PSD cone. Either way models of one family, which agree often,
+    get close biases, and models that disagree often keep apart, which a prior of
+    independent biases would shrink together.
+    """
+    m, n = pred.shape
+    step = max(1, n // _KERNEL_INPUTS)
+    sub = pred[:, ::step]
+    n_cls = int(sub.max()) + 1
+    agree = np.zeros((m, m))
+    for c in range(n_cls):
+        onehot = (sub == c).astype(np.float32)
+        agree += (onehot @ onehot.T).astype(np.float64)
+    dis = np.clip(1.0 - agree / sub.shape[1], 0.0, 1.0)
+    cen = np.eye(m) - 1.0 / m
+    out = []
+    for power in (1, 2):
+        k = -0.5 * cen @ dis**power @ cen
+        vals, vecs = np.linalg.eigh((k + k.T) / 2)
+        k = (vecs * np.clip(vals, 0, None)[None, :]) @ vecs.T  # nearest PSD matrix
+        out.append(np.asarray((k + k.T) / 2))
+    out.append(cen)  # independent biases
+    return tuple(out)
 
 
 def _soft_agreement(
