@@ -9,6 +9,7 @@ import pytest
 
 import labelwise as lw
 from labelwise.ranking import synthetic_zoo
+from labelwise.ranking.synthetic import regime_zoo
 
 
 def _label_all(camp: lw.RankingCampaign, labels: np.ndarray, batch: int = 10) -> None:
@@ -80,8 +81,20 @@ def test_majority_wrong_on_one_class_is_corrected_by_labels() -> None:
     assert np.argmax(true) == 3  # the best model is outside the herd
     vote = lw.RankingCampaign(pred, rng=0).ranking()
     assert vote.order[0] in (0, 1, 2)  # without labels, the consensus trusts the herd
+    # and says so: with no label nothing bounds the consensus bias
+    np.testing.assert_array_equal(vote.ci_low, 0.0)
+    np.testing.assert_array_equal(vote.ci_high, 1.0)
     camp = lw.RankingCampaign(pred, rng=5)
     for _ in range(8):
+        rows = camp.propose(10)
+        camp.record(rows, y[rows])
+    r = camp.ranking()
+    # 80 labels: the herd is behind both other models, and all but surely not the best
+    assert set(r.order[:2].tolist()) == {3, 4}
+    assert r.prob_best[:3].sum() < 0.05
+    assert np.all(r.ci_low[:3] < true[:3]) and np.all(true[:3] < r.ci_high[:3])
+    # 150 labels separate the two others (0.874 vs 0.856)
+    for _ in range(7):
         rows = camp.propose(10)
         camp.record(rows, y[rows])
     r = camp.ranking()
@@ -116,6 +129,66 @@ def test_prob_best_is_calibrated() -> None:
         if sel.sum() >= 30:
             assert abs(h[sel].mean() - p[sel].mean()) < 0.15, (lo, hi, h[sel].mean(), p[sel].mean())
     assert np.mean((p - h) ** 2) < np.mean((0.2 - h) ** 2)
+
+
+@pytest.mark.parametrize("regime", ["small", "weak"])
+def test_accuracy_intervals_cover_and_errors_match_the_reported_sd(regime: str) -> None:
+    """Seeded campaigns: 95 % accuracy intervals cover, posterior errors match their sd.
+
+    80 repetitions of a fresh zoo, 30 and 60 labels, all models pooled (480 to 1,920
+    intervals). Measured: coverage 0.99 (6-model zoo) and 0.97-0.98 (weak), sd of the
+    standardised errors (estimate - truth) / posterior sd 0.95-1.1 and 1.1-1.25. Before the
+    tau mixture and the design-based hull: coverage 0.74-0.81 and 0.71-0.84, sd 1.5-1.8.
+    Bounds: coverage >= 0.93, sd of the standardised errors <= 1.35.
+    """
+    cover, z = [], []
+    for rep in range(80):
+        zoo = regime_zoo(regime, 2000, rng=np.random.default_rng([21, rep]))
+        camp = lw.RankingCampaign(
+            zoo.predictions, rng=np.random.default_rng([22, rep]), n_draws=200
+        )
+        true = zoo.true_accuracy
+        for n in (30, 60):
+            while camp.n_labelled < n:
+                rows = camp.propose(10)
+                camp.record(rows, zoo.labels[rows])
+            r = camp.ranking()
+            mean, cov = camp.estimate()
+            cover.extend(((r.ci_low <= true) & (true <= r.ci_high)).tolist())
+            z.extend(((mean - true) / np.sqrt(np.diag(cov))).tolist())
+    assert np.mean(cover) >= 0.93
+    assert np.std(z) <= 1.35
+
+
+@pytest.mark.slow
+def test_prob_best_is_calibrated_on_the_six_model_zoo() -> None:
+    """Reliability of P(best) on the 6-model zoo where it was overconfident.
+
+    120 zoos of the "small" regime, 30 and 60 labels (1,440 probabilities). Tolerance: in
+    every bin of predicted P(best) with >= 40 entries the share of times that model was the
+    true best is within 0.12 of the bin's mean prediction; the Brier score is below half
+    the uniform guess's. Measured: largest gap 0.08 (bin 0.7-0.9: 0.82 predicted, 0.74
+    observed), Brier 0.067 against 0.140.
+    """
+    pred_p, hit = [], []
+    for rep in range(120):
+        zoo = regime_zoo("small", 2000, rng=np.random.default_rng([11, rep]))
+        camp = lw.RankingCampaign(
+            zoo.predictions, rng=np.random.default_rng([12, rep]), n_draws=1000
+        )
+        best = zoo.true_accuracy == zoo.true_accuracy.max()
+        for n in (30, 60):
+            while camp.n_labelled < n:
+                rows = camp.propose(10)
+                camp.record(rows, zoo.labels[rows])
+            pred_p.extend(camp.ranking().prob_best.tolist())
+            hit.extend(best.astype(float).tolist())
+    p, h = np.array(pred_p), np.array(hit)
+    for lo, hi in itertools.pairwise([0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0001]):
+        sel = (p >= lo) & (p < hi)
+        if sel.sum() >= 40:
+            assert abs(h[sel].mean() - p[sel].mean()) < 0.12, (lo, hi, h[sel].mean(), p[sel].mean())
+    assert np.mean((p - h) ** 2) < 0.5 * np.mean((1 / 6 - h) ** 2)
 
 
 @pytest.mark.parametrize(
@@ -155,19 +228,29 @@ def test_rank_models_unchanged() -> None:
     assert r.to_dict()["method"] == "labelled"
 
 
-@pytest.mark.parametrize(("regime", "n_labels"), [("small", 60), ("weak", 60), ("small", 150)])
-def test_rank_sets_cover_every_true_rank_simultaneously(regime: str, n_labels: int) -> None:
-    """Over seeded repetitions all models' true ranks lie in their 90 % rank sets at once.
+@pytest.mark.parametrize(
+    ("regime", "n_labels", "level"),
+    [
+        ("small", 60, 0.9),
+        ("weak", 60, 0.9),
+        ("small", 150, 0.9),
+        ("small", 60, 0.95),
+        ("weak", 30, 0.95),
+    ],
+)
+def test_rank_sets_cover_every_true_rank_simultaneously(
+    regime: str, n_labels: int, level: float
+) -> None:
+    """Over seeded repetitions all models' true ranks lie in their rank sets at once.
 
-    Without the tau_noise guard (tau_noise=0) the 6-model zoo at 60 labels is covered in
-    about 0.77 of these 100 repetitions, below the bound (2.5 binomial sd's under 0.9, 0.825);
-    with it in 0.96.
+    The rank sets are the hull of the (guarded) posterior's and the design-based PPI
+    Gaussian's, so they cover at least as often as the latter's. Measured with 60-80
+    repetitions: 0.95-1.00 at level 0.9 in the small, weak and strong-close zoos.
+    Bound: at least the level (not 2.5 binomial sd's under it as before).
     """
     from scipy import stats
 
-    from labelwise.ranking.synthetic import regime_zoo
-
-    reps, level = 100, 0.9
+    reps = 100
     covered = 0
     for r in range(reps):
         zoo = regime_zoo(regime, 3000, rng=np.random.default_rng([7, r]))
@@ -180,12 +263,10 @@ def test_rank_sets_cover_every_true_rank_simultaneously(regime: str, n_labels: i
         best = stats.rankdata(-zoo.true_accuracy, method="min")  # ties: any of their ranks
         worst = stats.rankdata(-zoo.true_accuracy, method="max")
         covered += bool(np.all((rk.rank_low <= worst) & (best <= rk.rank_high)))
-    assert covered / reps >= level - 2.5 * np.sqrt(level * (1 - level) / reps)
+    assert covered / reps >= level
 
 
 def test_tau_noise_guard_widens_only_the_rank_sets() -> None:
-    from labelwise.ranking.synthetic import regime_zoo
-
     zoo = regime_zoo("small", 2000, rng=np.random.default_rng(3))
     out = {}
     for tn in (0.0, 0.5):

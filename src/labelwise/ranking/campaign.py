@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
+from scipy import linalg, special, stats
 
 from .._params import Interval, Param, validate_params
 from .._results import Ranking, Selection
@@ -188,6 +188,7 @@ class RankingCampaign:
             self._surrogate = _soft_agreement(pred, probs)  # (M, N) float32
         self._s_total = self._surrogate.sum(axis=1, dtype=np.float64)
         self._kernels = _bias_kernels(pred)
+        self._prior_parts = _prior_parts(self._kernels)
         self._labelled = np.zeros(n, dtype=bool)
         self._proposed = np.zeros(n, dtype=bool)
         self._pending: dict[int, float] = {}  # row -> weight 1 / (N p)
@@ -434,7 +435,7 @@ class RankingCampaign:
         cen = np.eye(m) - 1.0 / m
         noise = float(np.trace(cen @ sigma @ cen)) / (m - 1)
         floor = self._tau_noise * noise if guard else 0.0
-        mix = _tau_mixture(sigma, delta_hat, self._kernels, self._tau0, floor)
+        mix = _tau_mixture(sigma, delta_hat, self._prior_parts, self._tau0, floor)
         f = (n_pop - n) / n_pop
         s_unlab = lam * s_total - s_lab.sum(axis=1)
         shift = (correct.sum(axis=1) + s_unlab) / n_pop
@@ -498,8 +499,9 @@ class RankingCampaign:
         return rows
 
     def _propose_active(self, k: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        draws = self._posterior().draws(self._gen, self._n_draws)
-        beats = _prob_beats(draws)
+        post = self._posterior()
+        beats = post.prob_beats()
+        draws = post.draws(self._gen, min(self._n_draws, _PROPOSE_DRAWS))
         g = (4 * beats * (1 - beats)).mean(axis=1) + _prob_best(draws)
         u = _disagreement(self._pred, g) ** self._pow
         free = ~self._proposed
@@ -612,6 +614,16 @@ class _Mixture:
         within = np.einsum("k,kij->ij", self.weights, self.covs)
         return np.asarray(within + (dev * self.weights[:, None]).T @ dev)
 
+    def prob_beats(self) -> NDArray[np.float64]:
+        """P(a beats b) in closed form: sum_k w_k Phi((mu_ka - mu_kb) / sd_k(a - b))."""
+        out = np.zeros((self.means.shape[1],) * 2)
+        for w, mu, cov in zip(self.weights, self.means, self.covs, strict=True):
+            d = np.diag(cov)
+            var = np.clip(d[:, None] + d[None, :] - 2 * cov, 1e-300, None)
+            out += w * special.ndtr((mu[:, None] - mu[None, :]) / np.sqrt(var))
+        np.fill_diagonal(out, 0.5)
+        return out
+
     def draws(self, gen: np.random.Generator, n_draws: int) -> NDArray[np.float64]:
         """``n_draws`` draws; the component of each draw is drawn with the weights."""
         k, m = self.means.shape
@@ -619,37 +631,81 @@ class _Mixture:
         out = np.empty((n_draws, m))
         at = 0
         for j in np.flatnonzero(counts):
-            vals, vecs = np.linalg.eigh(self.covs[j])
-            root = vecs * np.sqrt(np.clip(vals, 0, None))[None, :]
+            root = _root(self.covs[j])
             c = int(counts[j])
             out[at : at + c] = self.means[j][None, :] + gen.standard_normal((c, m)) @ root.T
             at += c
         return out[gen.permutation(n_draws)] if k > 1 else out
 
 
+def _root(cov: NDArray[np.float64]) -> NDArray[np.float64]:
+    """A matrix ``R`` with ``R R' = cov`` (Cholesky, with a small ridge if needed)."""
+    scale = max(float(np.trace(cov)) / cov.shape[0], 1e-300)
+    for ridge in (0.0, 1e-10, 1e-8, 1e-6):
+        try:
+            return np.asarray(np.linalg.cholesky(cov + np.eye(cov.shape[0]) * ridge * scale))
+        except np.linalg.LinAlgError:
+            continue
+    vals, vecs = linalg.eigh(cov, driver="evr")
+    return np.asarray(vecs * np.sqrt(np.clip(vals, 0, None))[None, :])
+
+
 _N_TAU = 40
-_KAPPA = 0.08
+_PROPOSE_DRAWS = 1000
+_KAPPA = 0.04
+_TAU_PRIOR_POW = 1.0
 _TAU_MAX = 2.0
+
+
+class _PriorParts:
+    """A centred basis ``Q`` and, per bias kernel, ``(Q' K Q, its inverse, mean eigenvalue)``."""
+
+    def __init__(
+        self,
+        basis: NDArray[np.float64],
+        kernels: list[tuple[NDArray[np.float64], NDArray[np.float64], float]],
+    ) -> None:
+        self.basis = basis
+        self.kernels = kernels
+
+
+def _helmert_basis(m: int) -> NDArray[np.float64]:
+    """(m, m - 1) orthonormal basis of the vectors summing to 0 (Helmert contrasts)."""
+    q = np.zeros((m, m - 1))
+    for k in range(1, m):
+        q[:k, k - 1] = 1.0
+        q[k, k - 1] = -float(k)
+        q[:, k - 1] /= math.sqrt(k * (k + 1))
+    return q
+
+
+def _prior_parts(kernels: Sequence[NDArray[np.float64]]) -> _PriorParts:
+    """Decompose the kernels once (eigenvalues floored at 1e-4 of the largest)."""
+    m = kernels[0].shape[0]
+    q = _helmert_basis(m)
+    out = []
+    for kernel in kernels:
+        k_q = q.T @ kernel @ q
+        vals, vecs = linalg.eigh((k_q + k_q.T) / 2, driver="evr")
+        vals = np.clip(vals, max(float(vals.max()), 1e-12) * 1e-4, None)
+        out.append(
+            (
+                (vecs * vals[None, :]) @ vecs.T,
+                (vecs / vals[None, :]) @ vecs.T,
+                float(vals.mean()),
+            )
+        )
+    return _PriorParts(q, out)
 
 
 def _tau_mixture(
     sigma: NDArray[np.float64],
     delta_hat: NDArray[np.float64],
-    kernels: Sequence[NDArray[np.float64]],
+    parts: _PriorParts,
     tau0: float,
     floor: float,
-    *,
-    trend: NDArray[np.float64] | None = None,
 ) -> _Mixture:
     """Posterior of the biases, prior spread and shape integrated out (hierarchical Bayes).
-
-    With ``trend`` (the models' consensus scores ``sbar``) and at least 4 models the prior
-    mean is ``mu + beta (sbar - mean sbar)`` instead of ``mu``: the vote compresses the
-    accuracy differences (good models all agree with it about equally), so the biases
-    grow with the consensus score and shrinking them to one level would undo the order of
-    the best models. ``(mu, beta)`` are fitted by ordinary least squares ``b = (X'X)^-1 X'
-    delta_hat`` (``X = [1, sbar]``), covariance ``(X'X)^-1 X' Sigma X (X'X)^-1``, and only
-    the residual directions are shrunk (below, ``1`` stands for the columns of ``X``).
 
     Model: ``delta_hat ~ N(delta, Sigma)``, ``delta = mu 1 + eta``, ``eta ~ N(0, tau^2 K)`` on
     the centred subspace, ``K`` one of ``kernels`` (:func:`_bias_kernels`, equal prior
@@ -675,28 +731,20 @@ def _tau_mixture(
     m = delta_hat.size
     taus = np.geomspace(tau0, max(_TAU_MAX, 2 * tau0), _N_TAU)
     tau2 = taus**2
-    x = np.ones((m, 1))
-    if trend is not None and m >= 4 and float(np.ptp(trend)) > 1e-9:
-        x = np.column_stack([x, trend - trend.mean()])
-    proj = x @ np.linalg.pinv(x)  # hat matrix of the fixed effects
-    q = np.linalg.eigh(np.eye(m) - proj)[1][:, x.shape[1] :]  # its complement
+    q = parts.basis
+    proj = np.full((m, m), 1.0 / m)
     y = q.T @ delta_hat
     s_q = q.T @ sigma @ q
     s_q = (s_q + s_q.T) / 2
-    s_inv = np.linalg.inv(s_q)
+    s_inv = np.asarray(np.linalg.inv(s_q), dtype=np.float64)
     comps: list[tuple[float, NDArray[np.float64], float, float]] = []
-    for kernel in kernels:
-        k_q = q.T @ kernel @ q
-        vals, vecs = np.linalg.eigh((k_q + k_q.T) / 2)
-        vals = np.clip(vals, max(float(vals.max()), 1e-12) * 1e-4, None)
-        k_q = (vecs * vals[None, :]) @ vecs.T
-        k_inv = (vecs / vals[None, :]) @ vecs.T
-        g = floor / float(vals.mean())
+    for k_q, k_inv, mean_eig in parts.kernels:
+        g = floor / mean_eig
         for t, t2 in zip(taus.tolist(), tau2.tolist(), strict=True):
             v = s_q + t2 * k_q
             logdet = np.linalg.slogdet(v)[1]
             ll = -0.5 * (logdet + float(y @ np.linalg.solve(v, y)))
-            comps.append((ll + math.log(t), k_inv, t2, g))  # uniform on tau: tau d log tau
+            comps.append((ll + _TAU_PRIOR_POW * math.log(t), k_inv, t2, g))
     logw = np.array([c[0] for c in comps])
     wts = np.exp(logw - logw.max())
     wts /= wts.sum()
@@ -728,13 +776,13 @@ def _gaussian_posterior(
     return cov, cov @ (sigma_inv @ delta_hat)
 
 
-_KERNEL_INPUTS = 20_000
+_KERNEL_INPUTS = 10_000
 
 
 def _bias_kernels(pred: NDArray[np.int64]) -> tuple[NDArray[np.float64], ...]:
     """Prior covariance shapes of the consensus biases: ``K_p = -1/2 C D^p C``, p = 1, 2.
 
-    ``D_ab`` is the share of inputs on which models a and b disagree (on at most 20,000
+    ``D_ab`` is the share of inputs on which models a and b disagree (on at most 10,000
     evenly spaced inputs). Two models' biases ``delta_m = mean_i (c_mi - s_mi)`` differ only
     through the inputs where they disagree: ``delta_a - delta_b = D_ab b_ab`` with ``b_ab``
     the mean of ``(c_a - c_b) - (s_a - s_b)`` there, in [-2, 2]. ``K_1`` makes
@@ -749,17 +797,16 @@ def _bias_kernels(pred: NDArray[np.int64]) -> tuple[NDArray[np.float64], ...]:
     m, n = pred.shape
     step = max(1, n // _KERNEL_INPUTS)
     sub = pred[:, ::step]
-    n_cls = int(sub.max()) + 1
-    agree = np.zeros((m, m))
-    for c in range(n_cls):
-        onehot = (sub == c).astype(np.float32)
-        agree += (onehot @ onehot.T).astype(np.float64)
-    dis = np.clip(1.0 - agree / sub.shape[1], 0.0, 1.0)
+    if int(sub.max()) < 32767:
+        sub = sub.astype(np.int16)
+    dis = np.empty((m, m))
+    for a in range(m):  # elementwise (a BLAS product is slow on a busy machine)
+        dis[a] = np.count_nonzero(sub != sub[a][None, :], axis=1) / sub.shape[1]
     cen = np.eye(m) - 1.0 / m
     out = []
     for power in (1, 2):
         k = -0.5 * cen @ dis**power @ cen
-        vals, vecs = np.linalg.eigh((k + k.T) / 2)
+        vals, vecs = linalg.eigh((k + k.T) / 2, driver="evr")
         k = (vecs * np.clip(vals, 0, None)[None, :]) @ vecs.T  # nearest PSD matrix
         out.append(np.asarray((k + k.T) / 2))
     out.append(cen)  # independent biases
