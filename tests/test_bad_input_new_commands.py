@@ -1,8 +1,12 @@
-"""Bad input to ``labelwise capture`` ends in one ``labelwise: error:`` line, never a traceback."""
+"""Bad input to the CLI ends in one ``labelwise: error:`` line, never a traceback, and
+changes no file: ``capture``, and ``export``, ``import``, ``report`` and ``label``."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -68,3 +72,251 @@ def test_image_options_on_an_array(tmp_path: Path, capsys: pytest.CaptureFixture
     argv = ["capture", "--model", str(tmp_path / "m.pt"), "--inputs", str(tmp_path / "x.npy")]
     argv += ["--out", str(tmp_path / "out"), "--mean", "1"]
     assert "--mean applies only to a folder of images" in _run(capsys, argv)
+
+
+# ----------------------------------------------------------- export, import, report, label
+
+N_ROWS = 120
+
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A small campaign (12 rows proposed) and an SRS selection (10 rows), made by the CLI."""
+    root = tmp_path_factory.mktemp("dirs")
+    rng = np.random.default_rng(0)
+    acts = rng.normal(size=(N_ROWS, 4)).astype(np.float32)
+    p = rng.dirichlet(np.ones(3), size=N_ROWS).astype(np.float32)
+    np.save(root / "a.npy", acts)
+    np.save(root / "p.npy", p)
+    src = ["--activations", str(root / "a.npy"), "--probs", str(root / "p.npy"), "--seed", "1"]
+    assert main(["campaign", str(root / "camp"), *src]) == 0
+    assert main(["next", str(root / "camp"), "--batch", "12"]) == 0
+    argv = ["select", "--method", "srs", "--budget", "10", *src, "--out", str(root / "sel")]
+    assert main(argv) == 0
+    assert (root / "sel" / "selection.json").is_file()
+    return {"camp": root / "camp", "sel": root / "sel"}
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _snapshot(d: Path) -> dict[str, bytes]:
+    """Every file of ``d`` but the (empty) lock file 'labelwise label' leaves."""
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(d.iterdir())
+        if p.is_file() and p.name != ".labelling.lock"
+    }
+
+
+def _edit(path: Path, key: str, value: Any) -> None:
+    """Set ``doc[k1][k2]... = value`` in a JSON file (``key``: "k1.k2")."""
+    doc = json.loads(path.read_text())
+    obj = doc
+    *up, last = key.split(".")
+    for k in up:
+        obj = obj[k]
+    obj[last] = value
+    path.write_text(json.dumps(doc))
+
+
+COMMANDS = [["export"], ["import", "{d}", "{export}"], ["report"], ["label", "--port", "0"]]
+
+
+def _argv(cmd: list[str], d: Path, export: Path) -> list[str]:
+    argv = [a.format(d=d, export=export) for a in cmd]
+    return [argv[0], *([str(d)] if "{d}" not in cmd else []), *argv[1:]]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "says"),
+    [
+        ("campaign", "x", "campaign state must be a JSON object"),
+        ("campaign.proposed", [9999], "proposed must hold rows in [0, 120)"),
+        ("campaign.recorded_rows", [-3], "recorded_rows must hold rows"),
+        ("labels", 5, "'labels' must be a JSON object"),
+        ("sources", [], "'sources' must map each source"),
+    ],
+)
+def test_corrupt_campaign_state(
+    dirs: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    key: str,
+    value: Any,
+    says: str,
+) -> None:
+    d = _copy(dirs["camp"], tmp_path / "camp")
+    _edit(d / "campaign.state.json", key, value)
+    before = _snapshot(d)
+    export = tmp_path / "export.json"
+    export.write_text("[]")
+    for cmd in COMMANDS:
+        line = _run(capsys, _argv(cmd, d, export))
+        assert "campaign.state.json" in line and says in line, line
+    assert _snapshot(d) == before
+
+
+def test_campaign_state_that_is_a_list(
+    dirs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _copy(dirs["camp"], tmp_path / "camp")
+    (d / "campaign.state.json").write_text("[1, 2]")
+    assert "must be a JSON object, got list" in _run(capsys, ["report", str(d)])
+
+
+def test_corrupt_campaign_arrays(
+    dirs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _copy(dirs["camp"], tmp_path / "camp")
+    npz = d / "campaign-arrays.state.npz"
+    npz.write_bytes(npz.read_bytes()[:100])
+    before = _snapshot(d)
+    for cmd in (["export"], ["report"]):
+        line = _run(capsys, _argv(cmd, d, tmp_path))
+        assert "campaign-arrays.state.npz is not a readable .npz file" in line
+    assert _snapshot(d) == before
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "says"),
+    [
+        ("selection", "x", "selection must be a JSON object"),
+        ("selection.indices", [-1], "selection indices must be a list of rows in [0, 120)"),
+        ("selection.indices", "abc", "malformed field"),
+        ("selection.population_size", "x", "malformed field"),
+        ("sources", 5, "'sources' must map each source"),
+        ("sources.activations.path", 7, "'sources' must map each source"),
+    ],
+)
+def test_corrupt_selection(
+    dirs: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    key: str,
+    value: Any,
+    says: str,
+) -> None:
+    d = _copy(dirs["sel"], tmp_path / "sel")
+    _edit(d / "selection.json", key, value)
+    before = _snapshot(d)
+    export = tmp_path / "export.json"
+    export.write_text("[]")
+    for cmd in COMMANDS:
+        line = _run(capsys, _argv(cmd, d, export))
+        assert "selection.json" in line and says in line, line
+    assert _snapshot(d) == before
+
+
+@pytest.mark.parametrize("name", ["camp", "sel"])
+def test_out_that_cannot_be_written(
+    dirs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    d = _copy(dirs[name], tmp_path / name)
+    held = "selection.json" if name == "sel" else "campaign.state.json"
+    (tmp_path / "afile").write_text("x")
+    before = _snapshot(d)
+    for cmd in (["export"], ["report"]):
+        base = [cmd[0], str(d), "--out"]
+        assert "is a directory" in _run(capsys, [*base, str(d)])
+        assert "afile is a file, not a directory" in _run(
+            capsys, [*base, str(tmp_path / "afile" / "x")]
+        )
+        assert "would overwrite a file" in _run(capsys, [*base, str(d / held)])
+        assert "would overwrite a file" in _run(capsys, [*base, str(d / "labels.csv")])
+    assert _snapshot(d) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", name]
+
+
+@pytest.mark.parametrize("port", ["70000", "-1"])
+def test_label_port_out_of_range_opens_nothing(
+    dirs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], port: str
+) -> None:
+    d = _copy(dirs["camp"], tmp_path / "camp")
+    (d / "labels.csv").write_text("row,label\n")  # would be read (and fail) if opened
+    before = _snapshot(d)
+    assert "--port must be in [0, 65535]" in _run(capsys, ["label", str(d), "--port", port])
+    assert _snapshot(d) == before
+    assert not (d / ".labelling.lock").exists()
+
+
+def test_import_task_rows_that_are_not_integers(
+    dirs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _copy(dirs["sel"], tmp_path / "sel")
+    row = json.loads((d / "selection.json").read_text())["selection"]["indices"][0]
+    export = tmp_path / "export.json"
+    # 1e400 is JSON for infinity; 0.5 + row and true are no rows; none may become a label
+    export.write_text(
+        f'[{{"labelwise_row": 1e400, "label": "0"}}, {{"labelwise_row": {row + 0.5}, '
+        '"label": "0"}, {"labelwise_row": true, "label": "0"}]'
+    )
+    assert "no usable labels" in _run(capsys, ["import", str(d), str(export)])
+    assert not (d / "labels.csv").exists()
+
+
+@pytest.mark.parametrize("name", ["camp", "sel"])
+def test_labels_csv_with_a_label_that_is_no_class(
+    dirs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    d = _copy(dirs[name], tmp_path / name)
+    to_label = (d / "to_label.csv").read_text().splitlines()[1:]
+    rows = [int(line.split(",")[1]) for line in to_label]
+    (d / "labels.csv").write_text(f"row,label\n{rows[0]},9\n")
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps([{"labelwise_row": rows[1], "label": "1"}]))
+    before = _snapshot(d)
+    for cmd in (["import", "{d}", "{export}"], ["label", "--port", "0"]):
+        line = _run(capsys, _argv(cmd, d, export))
+        assert "labels.csv has labels that are no class in [0, 3) (row" in line, line
+    assert _snapshot(d) == before
+
+
+def test_import_merges_a_labels_csv_that_names_classes(
+    dirs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As 'estimate' and 'report' read it: a label may be a class name (classes.json)."""
+    d = _copy(dirs["sel"], tmp_path / "sel")
+    (d / "classes.json").write_text('["cat", "dog", "bird"]')
+    rows = json.loads((d / "selection.json").read_text())["selection"]["indices"]
+    (d / "labels.csv").write_text(f"row,label\n{rows[0]},bird\n")
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps([{"labelwise_row": rows[1], "label": "dog"}]))
+    assert main(["import", str(d), str(export)]) == 0, capsys.readouterr().err
+    assert sorted((d / "labels.csv").read_text().splitlines()[1:]) == sorted(
+        [f"{rows[0]},2", f"{rows[1]},1"]
+    )
+
+
+@pytest.mark.parametrize("sub", ["label", "export", "import", "report", "rank"])
+def test_help_exits_0_and_explains(capsys: pytest.CaptureFixture[str], sub: str) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([sub, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: labelwise {sub}") and "positional arguments" in out
+    # an option that is not given says nothing, not "(default: None)" after its own default
+    assert "(default: None)" not in out and "(default: False)" not in out
+
+
+def test_dir_that_is_missing_or_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "afile").write_text("x")
+    export = tmp_path / "export.json"
+    for cmd in COMMANDS:
+        assert "does not exist" in _run(capsys, _argv(cmd, tmp_path / "nope", export))
+        assert "is a file, not a directory" in _run(capsys, _argv(cmd, tmp_path / "afile", export))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+@pytest.mark.parametrize("doc", ['{"skipped": ["x"]}', '{"answered": [[1]]}', '{"answered": 5}'])
+def test_label_page_state_that_is_malformed(
+    dirs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], doc: str
+) -> None:
+    d = _copy(dirs["sel"], tmp_path / "sel")
+    (d / "labelling.state.json").write_text(doc)
+    before = _snapshot(d)
+    line = _run(capsys, ["label", str(d), "--port", "0"])
+    assert "labelling.state.json is malformed" in line and "delete it" in line
+    assert _snapshot(d) == before

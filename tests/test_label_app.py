@@ -267,7 +267,7 @@ def test_cli_errors_are_one_line(
     err = capsys.readouterr().err
     assert "holds no campaign or selection" in err and err.count("\n") == 1
     assert main(["label", str(tmp_path / "missing")]) == 2
-    assert "holds no campaign or selection" in capsys.readouterr().err
+    assert "missing does not exist" in capsys.readouterr().err
     assert main(["label", str(camp), "--host", "0.0.0.0"]) == 2
     err = capsys.readouterr().err
     assert "--allow-remote" in err and err.count("\n") == 1

@@ -289,7 +289,7 @@ def test_without_labels_is_a_clear_error(
     code, out, err = _run(["report", c], capsys)
     assert code == 2 and "the campaign has no labels recorded yet" in err
     code, out, err = _run(["report", pile["dir"] / "nothing"], capsys)
-    assert code == 2 and "holds no selection or campaign" in err
+    assert code == 2 and "nothing does not exist" in err
     assert not (d / "report.html").exists()
 
 

@@ -91,22 +91,34 @@ class Selection(Result):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Selection:
+        if not isinstance(d, Mapping):
+            raise LabelwiseError(f"selection must be a JSON object, got {type(d).__name__}")
         try:
             if d.get("format") != SELECTION_FORMAT:
                 raise LabelwiseError(
                     f"selection format must be {SELECTION_FORMAT}, got {d.get('format')!r}"
                 )
+            indices = np.asarray(d["indices"], dtype=np.int64)
+            n = int(d["population_size"])
+            bad = indices[(indices < 0) | (indices >= n)] if indices.ndim == 1 else indices
+            if indices.ndim != 1 or bad.size:
+                raise LabelwiseError(
+                    f"selection indices must be a list of rows in [0, {n}), got "
+                    f"{bad.ravel()[:5].tolist()}"
+                )
             return cls(
-                indices=np.asarray(d["indices"], dtype=np.int64),
+                indices=indices,
                 method=str(d["method"]),
-                population_size=int(d["population_size"]),
+                population_size=n,
                 params=dict(d.get("params") or {}),
                 strata=None if d.get("strata") is None else np.asarray(d["strata"], dtype=np.int64),
                 stratum_sizes=None if d.get("stratum_sizes") is None else tuple(d["stratum_sizes"]),
                 rng_state=d.get("rng_state"),
                 diagnostics=dict(d.get("diagnostics") or {}),
             )
-        except (KeyError, TypeError) as exc:
+        except LabelwiseError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise LabelwiseError(f"selection is missing or has a malformed field: {exc}") from None
 
 

@@ -37,11 +37,28 @@ def atomic_write(
     """Write ``path`` via a temporary file in the same directory and ``os.replace``.
 
     Readers see the old file or the complete new one, never a partial file; on error the
-    temporary file is removed and the old file (if any) is untouched.
+    temporary file is removed and the old file (if any) is untouched. A path that is a
+    directory, a parent that cannot be made and a failed write (no space, no permission)
+    are :class:`LabelwiseError` naming the path.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if path.is_dir():
+        raise LabelwiseError(f"cannot write {path}: it is a directory; give a file name")
+    for up in (path.parent, *path.parent.parents):
+        if up.exists() and not up.is_dir():
+            raise LabelwiseError(f"cannot write {path}: {up} is a file, not a directory")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LabelwiseError(
+            f"cannot write {path}: cannot make its directory {path.parent} ({exc.strerror or exc})"
+        ) from None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise LabelwiseError(
+            f"cannot write {path}: cannot create a file in {path.parent} ({exc.strerror or exc})"
+        ) from None
     try:
         fh: IO[Any] = (
             os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="", encoding="utf-8")
@@ -52,9 +69,13 @@ def atomic_write(
             os.fsync(fh.fileno())
         os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+            raise LabelwiseError(
+                f"cannot write {path} ({exc.strerror or exc}); nothing was changed"
+            ) from None
         raise
 
 

@@ -263,11 +263,17 @@ def read_label_studio_export(
 
 
 def _task_row(task: Mapping[str, Any]) -> int | None:
+    """The task's labelwise row: an integer (or its text); None for anything else."""
     for where in (task.get("data"), task.get("meta"), task):
         if isinstance(where, Mapping) and ROW_KEY in where:
+            value = where[ROW_KEY]
+            if isinstance(value, bool):
+                return None
+            if isinstance(value, float):
+                return int(value) if value.is_integer() else None
             try:
-                return int(where[ROW_KEY])
-            except (TypeError, ValueError):
+                return int(value)
+            except (TypeError, ValueError, OverflowError):
                 return None
     return None
 

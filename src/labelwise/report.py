@@ -35,12 +35,11 @@ from ._json import jsonable
 from ._plotting import pyplot
 from ._results import Estimate, Selection
 from ._scoring import selection_predictions, selection_scores
-from .campaign import Campaign
 from .estimation import estimate as estimate_selection
 from .estimation import wilson_interval
 from .exceptions import LabelwiseError
 from .io import file_digest, read_json
-from .workspace import CAMPAIGN, CAMPAIGN_ARRAYS, LABELS, RANKING, Workspace
+from .workspace import LABELS, RANKING, Workspace, check_directory, load_campaign
 
 __all__ = ["ReportData", "build_report", "report_data"]
 
@@ -88,6 +87,7 @@ def report_data(
     how to get some.
     """
     d = Path(directory)
+    check_directory(d)
     held = Workspace(d).holds()
     if held is None:
         raise LabelwiseError(
@@ -113,27 +113,9 @@ def report_data(
 
 
 def _campaign_data(d: Path, conf: float) -> ReportData:
-    ws = Workspace(d)
-    ws.kind = "campaign"
-    doc = ws.read_state(CAMPAIGN)
-    try:
-        ws.sources = dict(doc["sources"])
-        ws.seed = doc.get("seed")
-        probs = ws.load_source("probs") if ws.has_source("probs") else None
-        camp = Campaign.from_dict(
-            doc["campaign"],
-            activations=ws.load_source("activations"),
-            probabilities=probs,
-            arrays=ws.read_state(CAMPAIGN_ARRAYS),
-        )
-        lab = doc.get("labels") or {}
-        recorded = {
-            int(r): v for r, v in zip(lab.get("rows", []), lab.get("values", []), strict=True)
-        }
-    except (KeyError, TypeError, ValueError) as exc:
-        raise LabelwiseError(
-            f"{d} campaign state is missing or has a malformed field: {exc}"
-        ) from None
+    ws, camp, info = load_campaign(d)
+    probs = ws.load_source("probs") if ws.has_source("probs") else None
+    recorded = info["labels"]
     if camp.n_recorded == 0:
         raise LabelwiseError(
             f"DIR {d}: the campaign has no labels recorded yet, so there is nothing to report; "
@@ -145,7 +127,7 @@ def _campaign_data(d: Path, conf: float) -> ReportData:
     c = camp.to_dict()
     rows = c["recorded_rows"]  # proposal order
     history = _history(len(rows), lambda k: camp.recorded_prefix(k).estimate(confidence=conf))
-    kind = str(lab.get("kind") or "")
+    kind = str(info["kind"] or "")
     per_class: list[dict[str, Any]] = []
     names = ws.classes()
     r = np.asarray(rows, dtype=np.int64)

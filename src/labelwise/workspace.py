@@ -32,6 +32,7 @@ The CLI, the demo and (later) campaigns all read and write a selection through
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -122,10 +123,40 @@ class Workspace:
     def open(cls, directory: str | Path, what: str = "DIR") -> tuple[Workspace, Selection]:
         """The workspace in ``directory`` and its selection (errors if there is none)."""
         ws = cls(directory)
-        doc = read_json(ws.path / SELECTION, what)
-        ws.sources = dict(doc.get("sources") or {})
-        ws.seed = doc.get("seed")
-        return ws, Selection.from_dict(doc.get("selection", {}))
+        file = ws.path / SELECTION
+        doc = read_json(file, what)
+        ws.set_sources(doc, file)
+        try:
+            sel = Selection.from_dict(doc.get("selection", {}))
+        except LabelwiseError as exc:
+            raise LabelwiseError(
+                f"{file}: {exc}; restore the file or make the selection again"
+            ) from None
+        return ws, sel
+
+    def set_sources(self, doc: Any, file: Path, *, required: bool = False) -> None:
+        """Take the sources and seed that ``doc`` (the JSON of ``file``) records.
+
+        An error naming ``file`` if ``doc`` is no JSON object or its ``"sources"`` are not
+        ``{key: {"path": ..., ...}}`` (``required``: or absent).
+        """
+        if not isinstance(doc, dict):
+            raise LabelwiseError(
+                f"{file} must be a JSON object, got {type(doc).__name__}; restore it or make "
+                f"the {self.kind} again"
+            )
+        sources = doc.get("sources")
+        if sources is None and not required:
+            sources = {}
+        if not isinstance(sources, dict) or not all(
+            isinstance(v, dict) and isinstance(v.get("path"), str) for v in sources.values()
+        ):
+            raise LabelwiseError(
+                f"{file}: 'sources' must map each source to its record {{\"path\": ...}}; "
+                f"restore the file or make the {self.kind} again"
+            )
+        self.sources = dict(sources)
+        self.seed = doc.get("seed")
 
     # ----------------------------------------------------------------------- sources
 
@@ -333,12 +364,115 @@ class Workspace:
         _check_name(name)
         npz = self.path / f"{name}.state.npz"
         if npz.is_file():
-            with np.load(npz, allow_pickle=False) as data:
-                return {k: data[k] for k in data.files}
+            try:
+                with open(npz, "rb") as fh, np.load(fh, allow_pickle=False) as data:
+                    return {k: data[k] for k in data.files}
+            except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+                hint = (
+                    "delete it: the campaign computes it again"
+                    if name == CAMPAIGN_ARRAYS
+                    else "restore it"
+                )
+                raise LabelwiseError(
+                    f"state {name!r}: {npz} is not a readable .npz file ({exc}); {hint}"
+                ) from None
         js = self.path / f"{name}.state.json"
         if js.is_file():
             return read_json(js, f"state {name!r}")
         return None
+
+
+def load_campaign(directory: str | Path) -> tuple[Workspace, Any, dict[str, Any]]:
+    """A campaign directory's workspace, :class:`labelwise.Campaign` and recorded labels.
+
+    The labels come as ``{"kind": str | None, "labels": {row: value}, "last_batch": int}``.
+    Every way the state can be malformed (hand edits, a truncated file) is one
+    :class:`LabelwiseError` naming the state file.
+    """
+    from .campaign import Campaign
+
+    ws = Workspace(directory)
+    ws.kind = "campaign"
+    file = ws.path / f"{CAMPAIGN}.state.json"
+    doc = ws.read_state(CAMPAIGN)
+    if not isinstance(doc, dict):
+        held = ws.holds()
+        if held == "campaign":  # the file exists but holds no JSON object
+            ws.set_sources(doc, file)
+        extra = (
+            " (it holds a selection: 'labelwise select --extend' adds rows to it)"
+            if held == "selection"
+            else "; start one with 'labelwise campaign DIR --activations ...'"
+        )
+        raise LabelwiseError(f"DIR {ws.path} holds no campaign{extra}")
+    ws.set_sources(doc, file, required=True)
+    acts = ws.load_source("activations")
+    probs = ws.load_source("probs") if ws.has_source("probs") else None
+    arrays = ws.read_state(CAMPAIGN_ARRAYS)  # None for campaigns started before the cache
+    try:
+        if "campaign" not in doc:
+            raise LabelwiseError("it has no 'campaign' entry")
+        camp = Campaign.from_dict(
+            doc["campaign"], activations=acts, probabilities=probs, arrays=arrays
+        )
+        lab = doc.get("labels") or {}
+        if not isinstance(lab, dict):
+            raise LabelwiseError(f"'labels' must be a JSON object, got {type(lab).__name__}")
+        rows, values = lab.get("rows", []), lab.get("values", [])
+        if not isinstance(rows, list) or not isinstance(values, list) or len(rows) != len(values):
+            raise LabelwiseError("'labels' must hold two lists of equal length, rows and values")
+        labels = {int(r): v for r, v in zip(rows, values, strict=True)}
+        kind = lab.get("kind")
+        if kind is not None and not isinstance(kind, str):
+            raise LabelwiseError(f"'labels.kind' must be a string, got {kind!r}")
+        info = {"kind": kind, "labels": labels, "last_batch": int(doc.get("last_batch", 0))}
+    except LabelwiseError as exc:
+        raise LabelwiseError(
+            f"{file}: {exc}; restore the file or start the campaign again"
+        ) from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise LabelwiseError(
+            f"{file} is missing or has a malformed field ({exc}); restore the file or start "
+            "the campaign again"
+        ) from None
+    return ws, camp, info
+
+
+def check_directory(directory: str | Path, what: str = "DIR") -> None:
+    """An error if ``directory`` does not exist or is a file (before asking what it holds)."""
+    d = Path(directory)
+    if not d.exists():
+        raise LabelwiseError(
+            f"{what} {d} does not exist; give the directory of a 'labelwise select' or "
+            "'labelwise campaign'"
+        )
+    if not d.is_dir():
+        raise LabelwiseError(
+            f"{what} {d} is a file, not a directory; give the directory of a 'labelwise select' "
+            "or 'labelwise campaign'"
+        )
+
+
+def check_not_state(path: str | Path, directory: str | Path, what: str) -> None:
+    """An error if ``path`` is a directory or one of the files that keep ``directory``'s
+    selection or campaign (writing there would lose it)."""
+    p = Path(path)
+    if p.is_dir():
+        raise LabelwiseError(f"{what} {p} is a directory; give a file name")
+    for up in p.parents:
+        if up.exists() and not up.is_dir():
+            raise LabelwiseError(f"{what} {p}: {up} is a file, not a directory")
+    d = Path(directory)
+    if not d.is_dir() or p.parent.resolve() != d.resolve():
+        return
+    name = p.name
+    if name in (SELECTION, TO_LABEL, LABELS, ESTIMATE, RANKING, CLASSES) or name.endswith(
+        (".state.json", ".state.npz")
+    ):
+        raise LabelwiseError(
+            f"{what} {p} would overwrite a file of the {Workspace(d).holds() or 'directory'} "
+            f"in {d}; choose another name"
+        )
 
 
 def _check_name(name: str) -> None:

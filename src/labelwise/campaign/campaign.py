@@ -730,6 +730,8 @@ class Campaign:
         ``arrays``: the campaign's :meth:`to_arrays`, saved beside the state; when given, the
         strata and features are taken from it instead of recomputed from the activations
         (they are checked against the saved stratum sizes)."""
+        if not isinstance(d, Mapping):
+            raise LabelwiseError(f"campaign state must be a JSON object, got {type(d).__name__}")
         try:
             if d.get("format") != FORMAT:
                 raise LabelwiseError(f"campaign format must be {FORMAT}, got {d.get('format')!r}")
@@ -760,16 +762,25 @@ class Campaign:
                     "activations and probabilities must be the ones the campaign started with "
                     "(the strata differ)"
                 )
-            self._proposed = np.asarray(d["proposed"], dtype=np.int64)
+            self._proposed = _rows_in(d["proposed"], self.population_size, "proposed")
             self._is_proposed = np.zeros(self.population_size, dtype=bool)
             self._is_proposed[self._proposed] = True
+            recorded = _rows_in(d["recorded_rows"], self.population_size, "recorded_rows")
+            scores = np.asarray(d["recorded_scores"], dtype=np.float64)
+            if scores.shape != recorded.shape:
+                raise LabelwiseError(
+                    f"recorded_scores must have one score per recorded row ({recorded.size}), "
+                    f"got shape {scores.shape}"
+                )
             self._scores = np.full(self.population_size, np.nan)
-            self._scores[np.asarray(d["recorded_rows"], dtype=np.int64)] = d["recorded_scores"]
+            self._scores[recorded] = scores
             self._draws = {k: list(v) for k, v in d["draws"].items()}
             self._n_batches = int(d["n_batches"])
             self._active_gen.bit_generator.state = d["active_rng"]
             return self
-        except (KeyError, TypeError) as exc:
+        except LabelwiseError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise LabelwiseError(
                 f"campaign state is missing or has a malformed field: {exc}"
             ) from None
@@ -922,3 +933,14 @@ def _asymptotic_cs(est: Estimate, t: int, *, t_opt: int = 100) -> Estimate:
         notes=est.notes,
         effective_sample_size=est.effective_sample_size,
     )
+
+
+def _rows_in(value: Any, n: int, what: str) -> NDArray[np.int64]:
+    """``value`` as a 1-D array of rows in ``[0, n)``; an error naming ``what`` otherwise."""
+    rows = np.asarray(value, dtype=np.int64)
+    if rows.ndim != 1:
+        raise LabelwiseError(f"{what} must be a list of rows, got shape {rows.shape}")
+    bad = rows[(rows < 0) | (rows >= n)]
+    if bad.size:
+        raise LabelwiseError(f"{what} must hold rows in [0, {n}), got {bad[:5].tolist()}")
+    return rows

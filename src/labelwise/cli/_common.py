@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 import numpy as np
@@ -9,7 +10,23 @@ import numpy as np
 from .._validation import PROBS_TOLERANCE, check_probabilities
 from ..exceptions import LabelwiseError
 
-__all__ = ["PROBS_TOLERANCE", "check_probabilities", "check_seed", "fresh_seed"]
+__all__ = [
+    "PROBS_TOLERANCE",
+    "DefaultsHelpFormatter",
+    "check_probabilities",
+    "check_seed",
+    "fresh_seed",
+]
+
+
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default, but not None or False (an option not given, a flag off),
+    which only repeat what the help says."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
 
 
 def fresh_seed() -> int:

@@ -62,6 +62,18 @@ class LabelServer(ThreadingHTTPServer):
         return f"http://{shown}:{port}/"
 
 
+def check_address(host: str, port: int, *, allow_remote: bool = False) -> None:
+    """An error for a --port out of range or a --host other than this machine's without
+    ``allow_remote`` (checked before the directory is opened)."""
+    if not is_loopback(host) and not allow_remote:
+        raise LabelwiseError(
+            f"--host {host} is not this machine only (127.0.0.1, ::1, localhost): anyone who "
+            "can reach it could label; add --allow-remote if that is what you want"
+        )
+    if not 0 <= port <= 65535:
+        raise LabelwiseError(f"--port must be in [0, 65535], got {port}")
+
+
 def make_server(
     session: LabelSession, host: str = "127.0.0.1", port: int = 8765, *, allow_remote: bool = False
 ) -> LabelServer:
@@ -70,13 +82,7 @@ def make_server(
     A host that is not loopback needs ``allow_remote``; a port in use is a
     :class:`LabelwiseError` that says so.
     """
-    if not is_loopback(host) and not allow_remote:
-        raise LabelwiseError(
-            f"--host {host} is not this machine only (127.0.0.1, ::1, localhost): anyone who "
-            "can reach it could label; add --allow-remote if that is what you want"
-        )
-    if not 0 <= port <= 65535:
-        raise LabelwiseError(f"--port must be in [0, 65535], got {port}")
+    check_address(host, port, allow_remote=allow_remote)
     renderer = RowRenderer(session.ws, session.ids)  # a changed pile: an error before binding
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     cls = type("_Server", (LabelServer,), {"address_family": family})

@@ -35,8 +35,8 @@ from .._json import jsonable
 from .._results import Selection
 from ..campaign import Campaign
 from ..exceptions import LabelwiseError
-from ..io import read_labels_csv, write_csv
-from ..workspace import CAMPAIGN_ARRAYS, LABELS, Workspace
+from ..io import write_csv
+from ..workspace import CAMPAIGN_ARRAYS, LABELS, Workspace, check_directory
 from .campaign import STATE_FILE, CampaignState, check_estimate_args, record_and_estimate
 
 try:  # POSIX; elsewhere the in-process lock is the only one
@@ -74,7 +74,8 @@ class LabelSession:
         batch: int = 20,
     ) -> None:
         self.path = Path(directory)
-        held = Workspace(self.path).holds() if self.path.is_dir() else None
+        check_directory(self.path)
+        held = Workspace(self.path).holds()
         if held is None:
             raise LabelwiseError(
                 f"DIR {self.path} holds no campaign or selection; start one with 'labelwise "
@@ -153,8 +154,15 @@ class LabelSession:
         self._read_labels_file()
         doc = self.ws.read_state(STATE_NAME)
         doc = doc if isinstance(doc, dict) else {}
-        self.skipped: list[int] = [int(r) for r in doc.get("skipped", []) if int(r) in self._order]
-        answered = [(int(r), int(n)) for r, n in doc.get("answered", [])]
+        try:
+            skipped = [int(r) for r in doc.get("skipped", [])]
+            answered = [(int(r), int(n)) for r, n in doc.get("answered", [])]
+        except (TypeError, ValueError) as exc:
+            raise LabelwiseError(
+                f"{self.path / (STATE_NAME + '.state.json')} is malformed ({exc}); delete it: it "
+                f"only keeps the page's skipped rows and undo order, the labels are in {LABELS}"
+            ) from None
+        self.skipped: list[int] = [r for r in skipped if r in self._order]
         self.answered = [(r, n) for r, n in answered if r in self.labels]
         self.doc: dict[str, Any] | None = None
         self.est_note = ""
@@ -190,12 +198,14 @@ class LabelSession:
         """
         path = self.path / LABELS
         if path.is_file():
-            rows, kind, values = read_labels_csv(path)
+            rows, kind, values = self.ws.read_label_file(path)
             if kind not in ("label", "target"):
                 raise LabelwiseError(
                     f"{path} has a '{kind}' column; 'labelwise label' writes 'label' or "
                     "'target': move that file away to label here"
                 )
+            if kind == "label" and self.n_classes is not None:
+                check_classes(path, rows, values, self.n_classes)
             self.column = kind
             self.labels = dict(zip(rows.tolist(), values.tolist(), strict=True))
             order = set(self._order)
@@ -524,6 +534,19 @@ class LabelSession:
         self.st = CampaignState.open(self.path)
         self.ws = self.st.ws
         self._stamp = self._state_stamp()
+
+
+def check_classes(
+    path: Path, rows: NDArray[np.int64], values: NDArray[Any], n_classes: int
+) -> None:
+    """An error naming the rows of ``path`` whose label is no class in ``[0, n_classes)``."""
+    bad = [(int(r), int(v)) for r, v in zip(rows, values, strict=True) if not 0 <= v < n_classes]
+    if bad:
+        shown = ", ".join(f"row {r}: {v}" for r, v in bad[:5])
+        raise LabelwiseError(
+            f"{path} has labels that are no class in [0, {n_classes}) ({shown}); fix or move "
+            "that file away"
+        )
 
 
 def _notes(notes: tuple[str, ...], caught: list[warnings.WarningMessage]) -> str:

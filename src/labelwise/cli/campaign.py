@@ -30,7 +30,7 @@ from ..campaign.campaign import METHODS
 from ..estimation import correctness, regression_scores
 from ..exceptions import LabelwiseError
 from ..io import file_digest, load_array
-from ..workspace import CAMPAIGN, CAMPAIGN_ARRAYS, Workspace
+from ..workspace import CAMPAIGN, CAMPAIGN_ARRAYS, Workspace, load_campaign
 from ._common import check_probabilities, fresh_seed
 from ._piles import CLASSES_HELP, store_classes
 
@@ -196,35 +196,8 @@ class CampaignState:
 
     @classmethod
     def open(cls, directory: Path) -> CampaignState:
-        ws = Workspace(directory)
-        ws.kind = "campaign"
-        doc = ws.read_state(CAMPAIGN)
-        if not isinstance(doc, dict):
-            held = ws.holds()
-            extra = (
-                " (it holds a selection: 'labelwise select --extend' adds rows to it)"
-                if held == "selection"
-                else "; start one with 'labelwise campaign DIR --activations ...'"
-            )
-            raise LabelwiseError(f"DIR {ws.path} holds no campaign{extra}")
-        try:
-            ws.sources = dict(doc["sources"])
-            ws.seed = doc.get("seed")
-            acts = ws.load_source("activations")
-            probs = ws.load_source("probs") if ws.has_source("probs") else None
-            arrays = ws.read_state(CAMPAIGN_ARRAYS)  # None for campaigns started before the cache
-            camp = Campaign.from_dict(
-                doc["campaign"], activations=acts, probabilities=probs, arrays=arrays
-            )
-            lab = doc.get("labels") or {}
-            labels = {
-                int(r): v for r, v in zip(lab.get("rows", []), lab.get("values", []), strict=True)
-            }
-            return cls(ws, camp, lab.get("kind"), labels, int(doc.get("last_batch", 0)))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise LabelwiseError(
-                f"{ws.path / STATE_FILE} is missing or has a malformed field: {exc}"
-            ) from None
+        ws, camp, info = load_campaign(directory)
+        return cls(ws, camp, info["kind"], info["labels"], info["last_batch"])
 
     def save(self) -> None:
         rows = sorted(self.labels)

@@ -14,7 +14,7 @@ from .._json import dumps
 from ..exceptions import LabelwiseError
 from ..io import atomic_write
 from ..labelstudio import label_studio_tasks
-from ..workspace import Workspace
+from ..workspace import Workspace, check_directory, check_not_state
 
 
 def add_parser(sub: Any) -> None:
@@ -68,6 +68,7 @@ def add_parser(sub: Any) -> None:
 
 def rows_to_label(directory: Path) -> tuple[str, NDArray[np.int64]]:
     """``("campaign" | "selection", rows)``: the rows still to label, in labelling order."""
+    check_directory(directory)
     held = Workspace(directory).holds()
     if held == "campaign":
         from .campaign import CampaignState
@@ -114,7 +115,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"labelwise export: note: {note}", file=sys.stderr)
     out = args.out if args.out is not None else args.dir / "label-studio-tasks.json"
     config_path = out.with_name(f"{out.stem}.config.xml")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    for path in (out, config_path):
+        check_not_state(path, args.dir, "--out")
     text = dumps(tasks, indent=2)
     atomic_write(out, lambda fh: fh.write(text))
     atomic_write(config_path, lambda fh: fh.write(config))

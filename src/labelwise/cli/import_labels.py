@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import LabelwiseError
-from ..io import read_labels_csv
 from ..labelstudio import LabelStudioAnswers, class_names, read_label_studio_export
-from ..workspace import LABELS
+from ..workspace import LABELS, Workspace
+from ._common import DefaultsHelpFormatter
+from ._labelling import check_classes
 from .export import open_workspace, rows_to_label
 
 
@@ -30,7 +31,7 @@ def add_parser(sub: Any) -> None:
             "cancelled ones, choices that name no class and rows that are not in this "
             "selection or campaign are reported and not used; nothing usable is an error."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     i.add_argument("dir", type=Path, help="selection or campaign directory")
     i.add_argument("export", type=Path, help="Label Studio export, JSON or JSON-MIN")
@@ -128,7 +129,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             f"Studio's export of the tasks 'labelwise export {args.dir}' wrote?"
         )
     path = args.dir / LABELS
-    merged = _merge(path, usable, recorded)
+    merged = _merge(ws, path, usable, recorded, len(names))
     ws.write_labels(np.asarray(list(merged)), np.asarray(list(merged.values())))
     print("\n".join(lines))
     print(f"  wrote {path} ({len(merged)} labels)")
@@ -154,7 +155,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _merge(path: Path, new: dict[int, int], recorded: dict[int, Any]) -> dict[int, int]:
+def _merge(
+    ws: Workspace, path: Path, new: dict[int, int], recorded: dict[int, Any], n_classes: int
+) -> dict[int, int]:
     """DIR/labels.csv's labels and the new ones; a row labelled differently is an error.
 
     ``recorded``: a campaign's recorded labels, which cannot change either (checked here so
@@ -162,11 +165,12 @@ def _merge(path: Path, new: dict[int, int], recorded: dict[int, Any]) -> dict[in
     """
     old: dict[int, int] = {}
     if path.is_file():
-        rows, kind, values = read_labels_csv(path)
+        rows, kind, values = ws.read_label_file(path)
         if kind != "label":
             raise LabelwiseError(
                 f"{path} holds a '{kind}' column; Label Studio choices are classes ('label')"
             )
+        check_classes(path, rows, values, n_classes)
         old = dict(zip(rows.tolist(), values.tolist(), strict=True))
     clash = [(r, old[r], c) for r, c in new.items() if r in old and old[r] != c]
     if clash:

@@ -9,7 +9,8 @@ import webbrowser
 from pathlib import Path
 from typing import Any
 
-from ._label_server import make_server
+from ._common import DefaultsHelpFormatter
+from ._label_server import check_address, make_server
 from ._labelling import LabelSession
 
 DEFAULT_PORT = 8765
@@ -28,7 +29,7 @@ def add_parser(sub: Any) -> None:
             "DIR --labels DIR/labels.csv' records it; the page shows the live estimate and "
             "its interval. Stop with Ctrl-C; run it again to resume where you stopped."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     p.add_argument(
         "dir",
@@ -69,6 +70,7 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_label(args: argparse.Namespace) -> int:
+    check_address(args.host, args.port, allow_remote=args.allow_remote)
     session = LabelSession(
         args.dir,
         confidence=args.confidence,

@@ -14,6 +14,7 @@ from ..exceptions import LabelwiseError
 from ..io import load_array
 from ..ranking import RankingCampaign
 from ..workspace import Workspace
+from ._common import DefaultsHelpFormatter
 from ._piles import CLASSES_HELP, store_classes
 
 
@@ -32,7 +33,7 @@ def add_parser(sub: Any) -> None:
             "RankingCampaign's consensus-PPI estimate instead: accuracy on the whole pile with "
             "a Gaussian-posterior interval, P(best), and a simultaneous rank set per model."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     rk.add_argument("dir", type=Path, help="selection directory written by 'labelwise select'")
     rk.add_argument("--labels", type=Path, required=True, help="CSV: row,label")

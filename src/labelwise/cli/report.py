@@ -8,6 +8,8 @@ from typing import Any
 
 from ..io import atomic_write
 from ..report import build_report
+from ..workspace import check_directory, check_not_state
+from ._common import DefaultsHelpFormatter
 
 
 def add_parser(sub: Any) -> None:
@@ -22,7 +24,7 @@ def add_parser(sub: Any) -> None:
             "exists, the method and its parameters, and the source files with their sha256. "
             "The numbers are those of 'labelwise estimate DIR --json'."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     r.add_argument("dir", type=Path, help="selection or campaign directory")
     r.add_argument("--out", type=Path, help="HTML file to write (default: DIR/report.html)")
@@ -41,10 +43,12 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    check_directory(args.dir)
+    out = args.out if args.out is not None else args.dir / "report.html"
+    check_not_state(out, args.dir, "--out")  # before the report is made
     page = build_report(
         args.dir, labels=args.labels, predictions=args.predictions, confidence=args.confidence
     )
-    out = args.out if args.out is not None else args.dir / "report.html"
     atomic_write(out, lambda fh: fh.write(page))
     print(f"wrote {out} ({len(page.encode('utf-8')) / 1024:,.0f} KiB)")
     return 0
