@@ -546,3 +546,16 @@ def test_dependability_command(pile: dict, tmp_path: Path, capsys: pytest.Captur
         == 2
     )
     assert "--labels must hold 897 classes" in capsys.readouterr().err
+
+
+def test_python_dash_m_labelwise_is_the_command_line() -> None:
+    import subprocess
+    import sys
+
+    import labelwise
+
+    done = subprocess.run(
+        [sys.executable, "-m", "labelwise", "--version"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert labelwise.__version__ in done.stdout
