@@ -634,13 +634,12 @@ class _Mixture:
 
     def prob_beats(self) -> NDArray[np.float64]:
         """P(a beats b) in closed form: sum_k w_k Phi((mu_ka - mu_kb) / sd_k(a - b))."""
-        out = np.zeros((self.means.shape[1],) * 2)
-        for w, mu, cov in zip(self.weights, self.means, self.covs, strict=True):
-            d = np.diag(cov)
-            var = np.clip(d[:, None] + d[None, :] - 2 * cov, 1e-300, None)
-            out += w * special.ndtr((mu[:, None] - mu[None, :]) / np.sqrt(var))
+        d = np.diagonal(self.covs, axis1=1, axis2=2)  # (K, M)
+        var = np.clip(d[:, :, None] + d[:, None, :] - 2 * self.covs, 1e-300, None)
+        diff = self.means[:, :, None] - self.means[:, None, :]
+        out = np.einsum("k,kab->ab", self.weights, special.ndtr(diff / np.sqrt(var)))
         np.fill_diagonal(out, 0.5)
-        return out
+        return np.asarray(out)
 
     def draws(self, gen: np.random.Generator, n_draws: int) -> NDArray[np.float64]:
         """``n_draws`` draws; the component of each draw is drawn with the weights."""
@@ -648,12 +647,21 @@ class _Mixture:
         counts = gen.multinomial(n_draws, self.weights) if k > 1 else np.array([n_draws])
         out = np.empty((n_draws, m))
         at = 0
-        for j in np.flatnonzero(counts):
-            root = _root(self.covs[j])
+        used = np.flatnonzero(counts)
+        roots = _roots(self.covs[used])
+        for j, root in zip(used.tolist(), roots, strict=True):
             c = int(counts[j])
             out[at : at + c] = self.means[j][None, :] + gen.standard_normal((c, m)) @ root.T
             at += c
         return out[gen.permutation(n_draws)] if k > 1 else out
+
+
+def _roots(covs: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`_root` of each of a stack of covariances (one batched Cholesky when it works)."""
+    try:
+        return np.asarray(np.linalg.cholesky(covs))
+    except np.linalg.LinAlgError:
+        return np.stack([_root(c) for c in covs]) if len(covs) else covs
 
 
 def _root(cov: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -767,43 +775,42 @@ def _tau_mixture(
     s_q = q.T @ sigma @ q
     s_q = (s_q + s_q.T) / 2
     s_inv = np.asarray(np.linalg.inv(s_q), dtype=np.float64)
-    comps: list[tuple[float, NDArray[np.float64], float, float]] = []
-    for k_q, k_inv, mean_eig in parts.kernels:
-        g = floor / mean_eig
-        for t, t2 in zip(taus.tolist(), tau2.tolist(), strict=True):
-            v = s_q + t2 * k_q
-            logdet = np.linalg.slogdet(v)[1]
-            ll = -0.5 * (logdet + float(y @ np.linalg.solve(v, y)))
-            comps.append((ll + _TAU_PRIOR_POW * math.log(t), k_inv, t2, g))
-    logw = np.array([c[0] for c in comps])
+    # every (K, tau) at once: batched determinants and solves of the (M-1)-square matrices
+    n_tau = taus.size
+    logw_parts = []
+    for k_q, _, _ in parts.kernels:
+        v = s_q[None, :, :] + tau2[:, None, None] * k_q[None, :, :]
+        logdet = np.linalg.slogdet(v)[1]
+        sol = np.linalg.solve(v, np.broadcast_to(y[None, :, None], (n_tau, y.size, 1)))[..., 0]
+        logw_parts.append(-0.5 * (logdet + sol @ y) + _TAU_PRIOR_POW * np.log(taus))
+    logw = np.concatenate(logw_parts)  # kernel-major: index = kernel * n_tau + tau
     wts = np.exp(logw - logw.max())
     wts /= wts.sum()
     keep = np.flatnonzero(wts > 1e-4 * wts.max())
     wts = wts[keep] / wts[keep].sum()
+    kernel = keep // n_tau
+    t2 = tau2[keep % n_tau]
+    k_inv = np.stack([kp[1] for kp in parts.kernels])[kernel]
+    mean_eig = np.array([kp[2] for kp in parts.kernels])[kernel]
+    cov_q = _posterior_covs(s_inv, k_inv, t2)
+    mean_q = cov_q @ (s_inv @ y)
+    g = floor / mean_eig
+    wide = g > t2  # the guard: the covariance at tau^2 = g, the mean at tau
+    if wide.any():
+        cov_q[wide] = _posterior_covs(s_inv, k_inv[wide], g[wide])
     fixed = proj @ delta_hat
     level = proj @ sigma @ proj.T
-    means = np.empty((keep.size, m))
-    covs = np.empty((keep.size, m, m))
-    for i, j in enumerate(keep.tolist()):
-        _, k_inv, t2, g = comps[j]
-        cov_q, mean_q = _gaussian_posterior(s_inv, k_inv, t2, y)
-        if g > t2:
-            cov_q = _gaussian_posterior(s_inv, k_inv, g, y)[0]
-        means[i] = fixed + q @ mean_q
-        covs[i] = level + q @ cov_q @ q.T
+    means = fixed[None, :] + mean_q @ q.T
+    covs = level[None, :, :] + q[None, :, :] @ cov_q @ q.T[None, :, :]
     return _Mixture(wts, means, covs)
 
 
-def _gaussian_posterior(
-    sigma_inv: NDArray[np.float64],
-    prior_prec: NDArray[np.float64],
-    tau2: float,
-    delta_hat: NDArray[np.float64],
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Covariance and mean of x given delta_hat ~ N(x, Sigma), x ~ N(0, tau2 P^-1)."""
-    cov = np.linalg.inv(sigma_inv + prior_prec / tau2)
-    cov = (cov + cov.T) / 2
-    return cov, cov @ (sigma_inv @ delta_hat)
+def _posterior_covs(
+    sigma_inv: NDArray[np.float64], prior_prec: NDArray[np.float64], tau2: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Covariances of x given delta_hat ~ N(x, Sigma), x ~ N(0, tau2_k P_k^-1), stacked."""
+    cov = np.linalg.inv(sigma_inv[None, :, :] + prior_prec / tau2[:, None, None])
+    return np.asarray((cov + np.swapaxes(cov, 1, 2)) / 2)
 
 
 _KERNEL_INPUTS = 10_000
