@@ -21,7 +21,13 @@ def add_parser(sub: Any) -> None:
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    d.add_argument("--shift", choices=["none", "patch", "light", "resolution"], default="patch")
+    d.add_argument(
+        "--shift",
+        choices=["none", "patch", "light", "resolution"],
+        default="patch",
+        help="how the operational pile differs from the training digits: none, an occluding "
+        "patch, brighter images, lower resolution (default: patch)",
+    )
     d.add_argument("--mutant", default=None, help="train on swapped labels, e.g. 8-0")
     d.add_argument("--budget", type=int, default=100, help="labels per method")
     d.add_argument("--repeats", type=int, default=50, help="repetitions for the spread comparison")

@@ -55,10 +55,10 @@ def summarize(
     ans: LabelStudioAnswers, used: int, outside: list[int], names: tuple[str, ...]
 ) -> list[str]:
     """The import's report: one summary line, then one line per kind of problem."""
-    problems = len(ans.skipped) + len(ans.unknown) + len(ans.ambiguous) + len(outside)
+    problems = len(ans.skipped) + len(ans.unknown) + len(ans.ambiguous) + len(outside) + ans.no_row
     lines = [
         f"imported {used} labels from {ans.n_tasks} Label Studio tasks ({ans.format} export)"
-        + (f"; {problems} tasks not used" if problems else "")
+        + (f"; {_n(problems, 'task')} not used" if problems else "")
     ]
     for reason in ("no annotation", "cancelled", "no choice"):
         rows = [r for r, why in ans.skipped if why == reason]
@@ -79,7 +79,9 @@ def summarize(
         )
     if ans.ambiguous:
         shown = ", ".join(f"row {r}: {c}" for r, c in ans.ambiguous[:8])
-        lines.append(f"  {len(ans.ambiguous)} annotations with several choices, not used: {shown}")
+        lines.append(
+            f"  {_n(len(ans.ambiguous), 'annotation')} with several choices, not used: {shown}"
+        )
     if ans.several:
         lines.append(
             f"  {_n(len(ans.several), 'task')} with several annotations that disagree; the latest "
@@ -92,8 +94,8 @@ def summarize(
         )
     if ans.no_row:
         lines.append(
-            f"  {ans.no_row} tasks carry no labelwise_row (not exported by 'labelwise "
-            "export'), not used"
+            f"  {_n(ans.no_row, 'task')} {'carries' if ans.no_row == 1 else 'carry'} no "
+            "labelwise_row (not exported by 'labelwise export'), not used"
         )
     return lines
 
