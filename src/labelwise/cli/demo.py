@@ -26,7 +26,7 @@ def add_parser(sub: Any) -> None:
         choices=["none", "patch", "light", "resolution"],
         default="patch",
         help="how the operational pile differs from the training digits: none, an occluding "
-        "patch, brighter images, lower resolution (default: patch)",
+        "patch, brighter images, lower resolution",
     )
     d.add_argument("--mutant", default=None, help="train on swapped labels, e.g. 8-0")
     d.add_argument("--budget", type=int, default=100, help="labels per method")
