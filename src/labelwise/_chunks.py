@@ -48,6 +48,7 @@ __all__ = [
     "iter_blocks",
     "map_rows",
     "open_array",
+    "pick_rows",
     "raise_if_nonfinite",
     "reduce_rows",
     "rows_per_block",
@@ -264,8 +265,20 @@ def _bounds(arr: Any, axis: int) -> list[tuple[int, int]]:
     return [(s, min(s + rows, n)) for s in range(0, n, rows)]
 
 
+def _zarr_read_error(arr: Any, where: str, exc: Exception) -> LabelwiseError:
+    """A failed read of a zarr array (a corrupt or missing chunk) as one line."""
+    store = getattr(arr, "store_path", None) or getattr(arr, "store", None) or "a zarr array"
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return LabelwiseError(f"cannot read {where} of the zarr array {store} ({text[:300]})")
+
+
 def _take(arr: Any, start: int, stop: int, axis: int) -> NDArray[Any]:
     index = (slice(None),) * axis + (slice(start, stop),)
+    if _is_zarr(arr):
+        try:
+            return np.asarray(arr[index])
+        except Exception as exc:  # codecs and stores raise many types
+            raise _zarr_read_error(arr, f"rows {start}..{stop - 1}", exc) from None
     block = arr[index]
     if is_dask(block):
         block = block.compute()
@@ -441,8 +454,19 @@ def take_rows(arr: Any, rows: NDArray[np.int64]) -> NDArray[Any]:
     if is_dask(arr):
         return np.asarray(arr[rows].compute())
     if _is_zarr(arr):
-        return np.asarray(arr.oindex[rows])
+        try:
+            return np.asarray(arr.oindex[rows])
+        except Exception as exc:  # codecs and stores raise many types
+            raise _zarr_read_error(arr, f"{rows.size} selected rows", exc) from None
     return np.asarray(arr[rows])
+
+
+def pick_rows(arr: Any, rows: Any) -> NDArray[Any]:
+    """``arr[rows]`` as a NumPy array, in the order of ``rows`` (repeats allowed), reading
+    only those rows (in row order) of a memmap, a zarr array, a dask array, ...."""
+    rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+    distinct, back = np.unique(rows, return_inverse=True)
+    return take_rows(arr, distinct)[back.reshape(-1)]
 
 
 def check_rows(x: Any, name: str, *, ndim: int | Sequence[int], min_rows: int = 1) -> Any:

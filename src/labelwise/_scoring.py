@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ._chunks import pick_rows
 from ._results import Selection
 from ._validation import check_probabilities
 from .estimation import correctness, regression_scores
@@ -44,7 +45,7 @@ def selection_predictions(
             f"--predictions must have one row per pile row ({sel.population_size}), "
             f"got {preds.shape[0]}"
         )
-    picked = np.asarray(preds[np.sort(sel.indices)])[np.argsort(np.argsort(sel.indices))]
+    picked = pick_rows(preds, sel.indices)  # only the selected rows are read
     return picked, flag
 
 

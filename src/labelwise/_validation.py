@@ -191,33 +191,50 @@ def check_model_predictions(
 PROBS_TOLERANCE = 1e-3  # float32 softmax rows sum to 1 within ~1e-6; CSV round trips less
 
 
-def check_probabilities(arr: NDArray[Any], flag: str) -> None:
+def check_probabilities(arr: Any, flag: str) -> None:
     """``arr`` must be (N, C) class probabilities or (N,) confidences.
 
     Each value in [0, 1] and, for (N, C), each row summing to 1 within
     :data:`PROBS_TOLERANCE`: logits and regression outputs are rejected with a hint.
+
+    Read in one pass of row blocks (:func:`labelwise._chunks.iter_blocks`), so a memory-mapped
+    .npy or a zarr array is checked without loading it whole.
     """
-    a = np.asarray(arr)
+    a = arr if hasattr(arr, "shape") and hasattr(arr, "dtype") else np.asarray(arr)
+    shape, dtype = tuple(int(s) for s in a.shape), np.dtype(a.dtype)
     hint = (
         "; logits or regression outputs? Save softmax probabilities, e.g. with "
         "'labelwise capture --head softmax'"
     )
-    if a.ndim not in (1, 2) or a.dtype.kind not in "fiub" or a.size == 0:
+    if len(shape) not in (1, 2) or dtype.kind not in "fiub" or 0 in shape:
         raise LabelwiseError(
             f"{flag} must be (N, C) class probabilities or (N,) confidences, got shape "
-            f"{a.shape} of {a.dtype}"
+            f"{shape} of {dtype}"
         )
-    a = a.astype(np.float64, copy=False)
-    lo, hi = float(np.nanmin(a)), float(np.nanmax(a))
-    if not np.isfinite(a).all() or lo < 0.0 or hi > 1.0:
+    lo, hi, finite, seen = np.inf, -np.inf, True, False
+    worst, worst_row, worst_sum = -1.0, 0, 1.0
+    for start, block in _chunks.iter_blocks(a):
+        b = block.astype(np.float64, copy=False)
+        ok = np.isfinite(b)
+        finite = finite and bool(ok.all())
+        values = b[~np.isnan(b)]
+        if values.size:
+            seen = True
+            lo, hi = min(lo, float(values.min())), max(hi, float(values.max()))
+        if b.ndim == 2:
+            sums = b.sum(axis=1)
+            off = np.abs(sums - 1.0)
+            i = int(np.argmax(off))
+            if off[i] > worst:  # NaN rows never win; they fail the range check above
+                worst, worst_row, worst_sum = float(off[i]), start + i, float(sums[i])
+    if not seen:
+        lo = hi = float("nan")
+    if not finite or lo < 0.0 or hi > 1.0:
         raise LabelwiseError(
             f"{flag} must hold probabilities in [0, 1], got values in [{lo:.4g}, {hi:.4g}]{hint}"
         )
-    if a.ndim == 2:
-        off = np.abs(a.sum(axis=1) - 1.0)
-        bad = int(np.argmax(off))
-        if off[bad] > PROBS_TOLERANCE:
-            raise LabelwiseError(
-                f"{flag} must have rows summing to 1, got row {bad} summing to "
-                f"{a[bad].sum():.4g}{hint}"
-            )
+    if len(shape) == 2 and worst > PROBS_TOLERANCE:
+        raise LabelwiseError(
+            f"{flag} must have rows summing to 1, got row {worst_row} summing to "
+            f"{worst_sum:.4g}{hint}"
+        )

@@ -1,4 +1,7 @@
-"""Files: atomic writes, safe .npy loading, label CSVs. Errors name the file and the argument."""
+"""Files: atomic writes, safe .npy (and zarr) loading, label CSVs.
+
+Errors name the file and the argument.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +25,9 @@ from .exceptions import LabelwiseError
 __all__ = [
     "atomic_write",
     "file_digest",
+    "is_zarr_store",
     "load_array",
+    "open_zarr",
     "read_json",
     "read_labels_csv",
     "save_array",
@@ -119,9 +124,70 @@ def write_csv(path: str | os.PathLike[str], header: list[str], rows: list[list[A
     atomic_write(path, _write)
 
 
-def load_array(path: str | os.PathLike[str], what: str, *, mmap: bool = True) -> NDArray[Any]:
-    """Load a .npy file (memory-mapped by default; never unpickles)."""
+def is_zarr_store(path: str | os.PathLike[str]) -> bool:
+    """True for a directory that holds a zarr array: named ``*.zarr`` or holding ``zarr.json``
+    (zarr v3) or ``.zarray`` (zarr v2). Decided from the names only; zarr is not imported."""
     p = Path(path)
+    return p.is_dir() and (
+        p.suffix == ".zarr" or (p / "zarr.json").is_file() or (p / ".zarray").is_file()
+    )
+
+
+def open_zarr(path: str | os.PathLike[str], what: str) -> Any:
+    """The zarr array in the store ``path``, opened read-only (nothing read but its metadata).
+
+    zarr is optional (extra ``dask``): without it, a
+    :class:`~labelwise.exceptions.MissingDependencyError` says how to install it. A store zarr
+    cannot open (a group, a corrupt ``zarr.json``, ...) is a :class:`LabelwiseError` naming it.
+    """
+    from ._deps import require
+
+    p = Path(path)
+    zarr = require("zarr", f"reading the zarr store {p} ({what})", extra="dask")
+    try:
+        arr = zarr.open_array(str(p), mode="r")
+        shape, dtype = tuple(int(s) for s in arr.shape), np.dtype(arr.dtype)
+    except Exception as exc:  # zarr raises many types for a bad store
+        raise LabelwiseError(
+            f"{what}: {p} is not a readable zarr array ({_one_line(exc)})"
+        ) from None
+    if not shape:
+        raise LabelwiseError(f"{what}: {p} holds a 0-d zarr array; the first axis must be rows")
+    if dtype.kind not in "biuf":
+        raise LabelwiseError(f"{what}: {p} must hold real numbers, got dtype {dtype}")
+    return arr
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def load_array(path: str | os.PathLike[str], what: str, *, mmap: bool = True) -> Any:
+    """Load a .npy file (memory-mapped by default; never unpickles) or open a zarr array.
+
+    A zarr store (:func:`is_zarr_store`: a ``*.zarr`` directory, or one holding ``zarr.json``
+    or ``.zarray``) is opened read-only as a ``zarr.Array`` (zarr is optional, extra
+    ``dask``); its rows are read only where they are used, block by block, like those of a
+    memory-mapped .npy. With ``mmap=False`` the whole array is read into a NumPy array
+    (either kind of file). Any other directory is an error.
+    """
+    p = Path(path)
+    if p.is_dir():
+        if not is_zarr_store(p):
+            raise LabelwiseError(
+                f"{what}: {p} is a directory but not a zarr store (no zarr.json or .zarray "
+                "in it); give a .npy file or a zarr array"
+            )
+        arr = open_zarr(p, what)
+        if not mmap:
+            try:
+                return np.asarray(arr[...])
+            except Exception as exc:  # a corrupt chunk
+                raise LabelwiseError(
+                    f"{what}: cannot read the zarr array {p} ({_one_line(exc)})"
+                ) from None
+        return arr
     if not p.is_file():
         raise LabelwiseError(f"{what}: {p} does not exist or is not a file")
     try:
@@ -134,12 +200,31 @@ def load_array(path: str | os.PathLike[str], what: str, *, mmap: bool = True) ->
 
 
 def file_digest(path: str | os.PathLike[str]) -> str:
-    """sha256 of a file, read in 4 MiB chunks."""
+    """sha256 of a file, read in 4 MiB blocks; of a directory (a zarr store), of its files.
+
+    The digest of a directory is the sha256 of, for every regular file under it (hidden
+    ones such as ``.zarray`` included) in the order of their relative POSIX paths: the path
+    (UTF-8), a NUL byte, the file's size (8 bytes, little-endian) and its bytes, read in 4 MiB
+    blocks. It changes when a file is added, removed, renamed or edited, and does not depend
+    on where the directory lies or on file times.
+    """
+    p = Path(path)
     h = hashlib.sha256()
+    if p.is_dir():
+        files = sorted((f.relative_to(p).as_posix(), f) for f in p.rglob("*") if f.is_file())
+        for rel, f in files:
+            h.update(rel.encode("utf-8") + b"\0")
+            h.update(f.stat().st_size.to_bytes(8, "little"))
+            _hash_file(h, f)
+        return h.hexdigest()
+    _hash_file(h, p)
+    return h.hexdigest()
+
+
+def _hash_file(h: Any, path: Path) -> None:
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 22), b""):
             h.update(block)
-    return h.hexdigest()
 
 
 def read_labels_csv(

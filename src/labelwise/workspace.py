@@ -70,14 +70,19 @@ class Workspace:
     """One selection directory.
 
     ``sources`` maps a data key (``"activations"``, ``"probs"``, ``"predictions"``) to the
-    record of the file it was loaded from: ``{"path", "sha256", "shape"}``.
+    record of the file it was loaded from: ``{"path", "sha256", "shape"}``. A source is a .npy
+    file (memory-mapped) or a zarr store (a directory, opened read-only, rows read where they
+    are used); the ``"sha256"`` of a zarr store is :func:`labelwise.io.file_digest` of the
+    directory: the sha256 over its files in the order of their relative paths, each path
+    followed by the file's size and bytes. Reopening a source checks that digest, so an edited,
+    added or removed chunk file is found like an edited .npy.
     """
 
     def __init__(self, directory: str | Path) -> None:
         self.path = Path(directory)
         self.sources: dict[str, Any] = {}
         self.seed: Any = None
-        self._loaded: dict[str, NDArray[Any]] = {}  # sources read and digest-checked already
+        self._loaded: dict[str, Any] = {}  # sources read and digest-checked (memmap, zarr)
         self.kind = "selection"
 
     # ---------------------------------------------------------------------- creating
@@ -160,8 +165,9 @@ class Workspace:
 
     # ----------------------------------------------------------------------- sources
 
-    def add_source(self, key: str, path: str | Path, what: str) -> NDArray[Any]:
-        """Load ``path`` (.npy) and record it under ``key`` (path, sha256, shape)."""
+    def add_source(self, key: str, path: str | Path, what: str) -> Any:
+        """Open ``path`` (a .npy memory-mapped, or a zarr store; see
+        :func:`labelwise.io.load_array`) and record it under ``key`` (path, sha256, shape)."""
         p = Path(path)
         arr = load_array(p, what)
         self.sources[key] = {
@@ -175,7 +181,7 @@ class Workspace:
     def has_source(self, key: str) -> bool:
         return bool(self.sources.get(key))
 
-    def load_source(self, key: str) -> NDArray[Any]:
+    def load_source(self, key: str) -> Any:
         """Reload a recorded source; an error if the file changed since it was recorded.
 
         Read and hashed once per workspace object: a command that needs a source twice

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 import warnings
 from collections.abc import Sequence
 
@@ -94,10 +95,30 @@ def _main(argv: Sequence[str] | None) -> int:
         except (LabelwiseError, MissingDependencyError) as exc:
             print(f"labelwise: error: {exc}", file=sys.stderr)
             code = 2
+        except Exception as exc:
+            if not _raised_reading_zarr(exc):
+                raise
+            text = " ".join(str(exc).split())[:300] or type(exc).__name__
+            print(
+                f"labelwise: error: cannot read a zarr store ({text}); a chunk file may be "
+                "damaged: write the store again",
+                file=sys.stderr,
+            )
+            code = 2
         finally:
             for message in dict.fromkeys(str(w.message) for w in caught):
                 print(f"note: {message}", file=sys.stderr)
     return code
+
+
+def _raised_reading_zarr(exc: BaseException) -> bool:
+    """True when ``exc`` came out of zarr or its codecs: a store that opened but whose chunks
+    cannot be read (the samplers read zarr arrays directly, block by block)."""
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        module = str(frame.f_globals.get("__name__", ""))
+        if module.split(".")[0] in ("zarr", "numcodecs"):
+            return True
+    return False
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -22,9 +22,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import __version__
+from .._chunks import check_rows, pick_rows, raise_if_nonfinite
 from .._json import dumps
 from .._results import Estimate
-from .._validation import check_finite_array
 from ..campaign import Campaign
 from ..campaign.campaign import METHODS
 from ..estimation import correctness, regression_scores
@@ -76,18 +76,19 @@ def add_parser(sub: Any) -> None:
         "--activations",
         type=Path,
         required=True,
-        help="(N, m) last-hidden-layer outputs on the pile, .npy",
+        help="(N, m) last-hidden-layer outputs on the pile, .npy or zarr store",
     )
     c.add_argument(
         "--probs",
         type=Path,
-        help="(N, C) class probabilities, .npy (classification); omit for a regression model",
+        help="(N, C) class probabilities, .npy or zarr store (classification); omit for a "
+        "regression model",
     )
     c.add_argument(
         "--predictions",
         type=Path,
-        help="(N,) or (N, k) regression outputs, .npy (regression only; may instead be given "
-        "to 'estimate')",
+        help="(N,) or (N, k) regression outputs, .npy or zarr (regression only; may instead be "
+        "given to 'estimate')",
     )
     c.add_argument(
         "--method",
@@ -118,7 +119,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     ws = Workspace.create(args.dir, force=args.force, what="DIR", kind="campaign")
     ws.seed = args.seed if args.seed is not None else fresh_seed()
     acts = ws.add_source("activations", args.activations, "--activations")
-    check_finite_array(acts, "--activations", ndim=2)
+    _check_streamed(acts, "--activations", ndim=2)
     n = acts.shape[0]
     probs = None
     if args.probs is not None:
@@ -137,7 +138,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
                 "classification campaign predicts the argmax of --probs"
             )
         preds = ws.add_source("predictions", args.predictions, "--predictions")
-        check_finite_array(preds, "--predictions", ndim=(1, 2))
+        _check_streamed(preds, "--predictions", ndim=(1, 2))
         _same_rows(preds, n, "--predictions")
     n_classes = None if probs is None else int(probs.shape[1])
     store_classes(ws, args.classes, n_classes=n_classes, fresh=True)
@@ -170,7 +171,13 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     return 0
 
 
-def _same_rows(arr: NDArray[Any], n: int, flag: str) -> None:
+def _check_streamed(arr: Any, flag: str, *, ndim: int | tuple[int, ...]) -> None:
+    """Rank, numeric dtype and rows from the metadata, then NaN/inf in one pass of row
+    blocks: a memory-mapped .npy or a zarr array is never loaded whole."""
+    raise_if_nonfinite(check_rows(arr, flag, ndim=ndim), flag)
+
+
+def _same_rows(arr: Any, n: int, flag: str) -> None:
     if arr.shape[0] != n:
         raise LabelwiseError(
             f"{flag} must have one row per --activations row ({n}), got {arr.shape[0]}"
@@ -312,7 +319,7 @@ def record_and_estimate(
 
         done = np.asarray(sorted(st.labels), dtype=np.int64)
         truth = np.asarray([st.labels[int(r)] for r in done], dtype=np.int64)
-        predicted = np.asarray(st.ws.load_source("probs")[done]).argmax(axis=1)
+        predicted = pick_rows(st.ws.load_source("probs"), done).argmax(axis=1)
         doc["by_class"] = by_class(names, truth, (predicted == truth).astype(np.float64))
     st.save()  # only now: any error above leaves the state as it was
     st.ws.write_estimate(doc)
@@ -396,7 +403,7 @@ def _scores(
                 f"--labels: labels must be classes in [0, {n_classes}), got "
                 f"{values[bad][:10].tolist()} for rows {rows[bad][:10].tolist()}"
             )
-        picked = np.asarray(probs[np.sort(rows)])[np.argsort(np.argsort(rows))]
+        picked = pick_rows(probs, rows)
         return correctness(picked, values, n_classes=n_classes)
     if kind != "target":
         raise LabelwiseError(
@@ -405,11 +412,11 @@ def _scores(
     preds = _regression_predictions(args, st)
     if rows.size == 0:
         return np.zeros(0)
-    picked = np.asarray(preds[np.sort(rows)])[np.argsort(np.argsort(rows))]
+    picked = pick_rows(preds, rows)
     return regression_scores(picked, values)
 
 
-def _regression_predictions(args: argparse.Namespace, st: CampaignState) -> NDArray[Any]:
+def _regression_predictions(args: argparse.Namespace, st: CampaignState) -> Any:
     """--predictions (recorded on first use) or the ones recorded before; never a changed one."""
     ws = st.ws
     if args.predictions is None:
@@ -426,7 +433,7 @@ def _regression_predictions(args: argparse.Namespace, st: CampaignState) -> NDAr
             )
         return ws.load_source("predictions")
     preds = load_array(args.predictions, "--predictions")
-    check_finite_array(preds, "--predictions", ndim=(1, 2))
+    _check_streamed(preds, "--predictions", ndim=(1, 2))
     _same_rows(preds, st.camp.population_size, "--predictions")
     ws.add_source("predictions", args.predictions, "--predictions")
     return preds

@@ -31,7 +31,9 @@ def add_parser(sub: Any) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     dp.add_argument("--model", type=Path, required=True, help="TorchScript or pickled model")
-    dp.add_argument("--inputs", type=Path, required=True, help="inputs, .npy, first axis = rows")
+    dp.add_argument(
+        "--inputs", type=Path, required=True, help="inputs, .npy or zarr, first axis = rows"
+    )
     dp.add_argument(
         "--labels", type=Path, required=True, help="true classes: .npy (N,) or CSV row,label"
     )

@@ -46,8 +46,8 @@ def add_parser(sub: Any) -> None:
     e.add_argument(
         "--predictions",
         type=Path,
-        help="model predictions over the pile, .npy: (N,) classes or regression outputs, or "
-        "(N, C) probabilities (default: the --probs used at selection, if any)",
+        help="model predictions over the pile, .npy or zarr store: (N,) classes or regression "
+        "outputs, or (N, C) probabilities (default: the --probs used at selection, if any)",
     )
     e.add_argument("--n-classes", type=int, help="number of classes, to reject unknown labels")
     e.add_argument("--classes", type=Path, help=CLASSES_HELP + " (saved as DIR/classes.json)")

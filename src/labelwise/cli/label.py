@@ -63,8 +63,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--predictions",
         type=Path,
-        help="regression campaigns: the model's outputs, .npy, if the campaign did not record "
-        "them (as for 'labelwise estimate')",
+        help="regression campaigns: the model's outputs, .npy or zarr, if the campaign did not "
+        "record them (as for 'labelwise estimate')",
     )
     p.set_defaults(func=cmd_label)
 

@@ -40,7 +40,7 @@ def add_parser(sub: Any) -> None:
     rk.add_argument(
         "--predictions",
         type=Path,
-        help="(M, N) classes or (M, N, C) probabilities, .npy (default: the selection's)",
+        help="(M, N) classes or (M, N, C) probabilities, .npy or zarr (default: the selection's)",
     )
     rk.add_argument("--classes", type=Path, help=CLASSES_HELP + " (saved as DIR/classes.json)")
     rk.add_argument("--names", help="comma-separated model names (default M1, M2, ...)")
@@ -80,6 +80,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
             f"--predictions must be (models, {sel.population_size}) or (models, "
             f"{sel.population_size}, classes), got shape {preds.shape}"
         )
+    # Ranking reads every model's prediction at every selected row (and cppi all rows):
+    # the (M, N) predictions are loaded whole below (np.asarray), a zarr store included.
     names = None if args.names is None else [n.strip() for n in args.names.split(",")]
     if names is not None and len(names) != preds.shape[0]:
         raise LabelwiseError(f"--names must name all {preds.shape[0]} models, got {len(names)}")

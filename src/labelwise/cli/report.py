@@ -36,7 +36,8 @@ def add_parser(sub: Any) -> None:
     r.add_argument(
         "--predictions",
         type=Path,
-        help="selections: model predictions over the pile, .npy, as for 'labelwise estimate'",
+        help="selections: model predictions over the pile, .npy or zarr, as for "
+        "'labelwise estimate'",
     )
     r.add_argument("--confidence", type=float, default=0.95, help="confidence level")
     r.set_defaults(func=cmd_report)

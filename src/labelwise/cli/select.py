@@ -85,14 +85,16 @@ def add_parser(sub: Any) -> None:
     s.add_argument(
         "--budget", type=int, required=True, help="rows to label (with --extend: rows to add)"
     )
-    s.add_argument("--activations", type=Path, help="(N, m) last-hidden-layer outputs, .npy")
     s.add_argument(
-        "--probs", type=Path, help="(N, C) class probabilities or (N,) confidences, .npy"
+        "--activations", type=Path, help="(N, m) last-hidden-layer outputs, .npy or zarr store"
+    )
+    s.add_argument(
+        "--probs", type=Path, help="(N, C) class probabilities or (N,) confidences, .npy or zarr"
     )
     s.add_argument(
         "--predictions",
         type=Path,
-        help="(M, N) predicted classes or (M, N, C) probabilities of M models, .npy",
+        help="(M, N) predicted classes or (M, N, C) probabilities of M models, .npy or zarr",
     )
     s.add_argument("--population-size", type=int, help="N, for SRS without any array")
     s.add_argument("--out", type=Path, help="output directory")
