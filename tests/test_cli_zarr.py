@@ -305,3 +305,51 @@ def test_without_zarr_npy_works_and_a_store_says_how_to_install(
     store = [*argv, "--activations", pile["acts.zarr"], "--out", pile["dir"] / "b"]
     line = _one_line_error(*_run(store, capsys)[::2])
     assert "zarr" in line and "pip install" in line
+
+
+@pytest.mark.parametrize("method", ["sds", "cppi"])
+def test_rank_with_zarr_predictions_equals_npy(
+    method: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = np.random.default_rng(0)
+    y = rng.integers(3, size=300)
+    preds = np.where(rng.random((4, 300)) < 0.7, y, rng.integers(3, size=(4, 300)))
+    np.save(tmp_path / "p.npy", preds)
+    z = zarr.open_array(
+        str(tmp_path / "p.zarr"), mode="w", shape=preds.shape, chunks=(4, 64), dtype=preds.dtype
+    )
+    z[...] = preds
+    shown = {}
+    for kind in ("npy", "zarr"):
+        d = tmp_path / kind
+        argv = ["select", "--method", method, "--budget", 40, "--seed", 1, "--out", d]
+        code, _, err = _run([*argv, "--predictions", tmp_path / f"p.{kind}"], capsys)
+        assert code == 0, err
+        rows = _rows(d)
+        labels = _labels(tmp_path / f"l-{kind}.csv", rows, y)
+        code, out, err = _run(["rank", d, "--labels", labels, "--bootstrap", 200], capsys)
+        assert code == 0, err
+        shown[kind] = (rows, out)
+    assert shown["zarr"] == shown["npy"]
+
+
+@pytest.mark.parametrize("case", ["sum", "nan", "range"])
+def test_bad_probabilities_give_the_same_error_from_zarr(
+    case: str, pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    p = np.load(pile["probs.npy"]).copy()
+    if case == "sum":
+        p[450] *= 0.5  # a row in a later block sums to 0.5
+    elif case == "nan":
+        p[450, 1] = np.nan
+    else:
+        p[450, 1] = -0.5
+    np.save(pile["dir"] / "bad.npy", p)
+    _zarr(pile["dir"] / "bad.zarr", p)
+    lines = []
+    for kind in ("npy", "zarr"):
+        argv = ["select", "--method", "css", "--budget", 5, "--out", pile["dir"] / kind]
+        code, _, err = _run([*argv, "--probs", pile["dir"] / f"bad.{kind}"], capsys)
+        lines.append(_one_line_error(code, err))
+    assert lines[0] == lines[1]
+    assert ("row 450" in lines[0]) == (case == "sum")
