@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from math import prod
 from types import MappingProxyType
@@ -299,24 +299,8 @@ def _check_train_test(
     test_features: ArrayLike,
     test_labels: ArrayLike,
 ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
-    xtr = _check_features(train_features, "train_features")
-    ytr = _check_labels(train_labels, "train_labels")
-    xte = _check_features(test_features, "test_features")
-    yte = _check_labels(test_labels, "test_labels")
-    _check_same_length(xtr, "train_features", ytr, "train_labels")
-    _check_same_length(xte, "test_features", yte, "test_labels")
-    if xtr.shape[1] != xte.shape[1]:
-        raise LabelwiseError(
-            "test_features must have as many features per row as train_features, "
-            f"got {xte.shape[1]} and {xtr.shape[1]}"
-        )
-    missing = np.setdiff1d(yte, ytr)
-    if missing.size:
-        raise LabelwiseError(
-            f"test_labels must only hold classes present in train_labels; class(es) "
-            f"{missing.tolist()} have test inputs but no training features"
-        )
-    return xtr, ytr, xte, yte
+    """Checked train and test features (in memory, flattened per row) and labels."""
+    return _train_test(_check_features, train_features, train_labels, test_features, test_labels)
 
 
 def _open_features(features: ArrayLike, name: str) -> Any:
@@ -331,9 +315,19 @@ def _check_train_test_blocks(
     test_labels: ArrayLike,
 ) -> tuple[Any, NDArray[np.int64], Any, NDArray[np.int64]]:
     """As :func:`_check_train_test`, the features opened for chunked passes, not loaded."""
-    xtr = _open_features(train_features, "train_features")
+    return _train_test(_open_features, train_features, train_labels, test_features, test_labels)
+
+
+def _train_test(
+    open_features: Callable[[ArrayLike, str], Any],
+    train_features: ArrayLike,
+    train_labels: ArrayLike,
+    test_features: ArrayLike,
+    test_labels: ArrayLike,
+) -> tuple[Any, NDArray[np.int64], Any, NDArray[np.int64]]:
+    xtr = open_features(train_features, "train_features")
     ytr = _check_labels(train_labels, "train_labels")
-    xte = _open_features(test_features, "test_features")
+    xte = open_features(test_features, "test_features")
     yte = _check_labels(test_labels, "test_labels")
     _check_same_length(xtr, "train_features", ytr, "train_labels")
     _check_same_length(xte, "test_features", yte, "test_labels")
