@@ -71,6 +71,19 @@ class Capture:
         )
 
 
+def model_file(path: Any, expected: str) -> str:
+    """``path`` (str or os.PathLike) of an existing model file, as a str; ``expected`` names
+    what a directory should have been (e.g. ``"an .onnx file"``)."""
+    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
+        raise LabelwiseError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    where = os.fspath(path)
+    if not os.path.exists(where):
+        raise LabelwiseError(f"model file not found: {where!r}")
+    if os.path.isdir(where):
+        raise LabelwiseError(f"model path {where!r} is a directory, expected {expected}")
+    return where
+
+
 def parse_classes(value: Any, where: str) -> tuple[str, ...] | None:
     """Class names from a JSON list, a comma-separated string or a sequence of str.
 

@@ -541,7 +541,7 @@ def confidence_loss(
     _require_torch()
     import torch
 
-    from .torch import _check_device, _single_device
+    from .torch import _check_device, _evaluating
 
     chosen = _check_transformers(transformers)
     if any(isinstance(t, _Attack) for _, t in chosen):
@@ -566,16 +566,8 @@ def confidence_loss(
     p_before = np.empty(n, dtype=np.float64)
     p_after = np.empty((n, k), dtype=np.float64)
 
-    training_flags = [(module, module.training) for module in model.modules()]
-    grad_flags = [(p, p.requires_grad) for p in model.parameters()]
-    original_device = _single_device(model)
-    moved = original_device is not None and original_device != target_device
-    try:
-        if moved:
-            model.to(target_device)
-        model.eval()
-        for p, _ in grad_flags:  # gradients are needed w.r.t. the inputs only
-            p.requires_grad_(False)
+    # gradients are needed w.r.t. the inputs only: the parameters' are switched off
+    with _evaluating(model, target_device):
         applies = [t._prepare(model, target_device) for _, t in chosen]
         starts = range(0, n, batch_size)
         bar = progress_bar(n, desc="labelwise confidence loss", unit="input", enabled=progress)
@@ -606,14 +598,6 @@ def confidence_loss(
                         probs_t = _probabilities(model, xt, f"inputs transformed by {name}")
                     p_after[start:stop, j] = _gather(probs_t, y)
                 bar.update(stop - start)
-    finally:
-        for p, flag in grad_flags:
-            p.requires_grad_(flag)
-        # parents come before children in modules(), so each module ends with its own flag
-        for module, flag in training_flags:
-            module.train(flag)
-        if moved and original_device is not None:
-            model.to(original_device)
 
     losses = np.clip(p_before[:, None] - p_after, 0.0, 1.0)
     loss = losses.max(axis=1)

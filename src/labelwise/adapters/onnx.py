@@ -31,7 +31,7 @@ from .._deps import require
 from .._progress import progress_bar
 from .._validation import check_int
 from ..exceptions import LabelwiseError
-from ._capture import HEADS, Capture, CaptureWriter, array_rows, parse_classes
+from ._capture import HEADS, Capture, CaptureWriter, array_rows, model_file, parse_classes
 
 __all__ = ["capture", "load_model"]
 
@@ -61,13 +61,7 @@ def load_model(path: str | os.PathLike[str]) -> Any:
         onnx or onnxruntime is not installed.
     """
     onnx, _ = _require_onnx()
-    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
-        raise LabelwiseError(f"path must be a str or os.PathLike, got {type(path).__name__}")
-    where = os.fspath(path)
-    if not os.path.exists(where):
-        raise LabelwiseError(f"model file not found: {where!r}")
-    if os.path.isdir(where):
-        raise LabelwiseError(f"model path {where!r} is a directory, expected an .onnx file")
+    where = model_file(path, "an .onnx file")
     try:
         model = onnx.load(where)
         onnx.checker.check_model(model)

@@ -36,7 +36,7 @@ from .._deps import require
 from .._progress import progress_bar
 from .._validation import check_int
 from ..exceptions import LabelwiseError
-from ._capture import HEADS, Capture, CaptureWriter, array_rows, parse_classes
+from ._capture import HEADS, Capture, CaptureWriter, array_rows, model_file, parse_classes
 from ._torch_graph import GraphTap, is_exported, tap_exported, tap_scripted
 
 if TYPE_CHECKING:
@@ -114,13 +114,7 @@ def _load(
     _require_torch()
     import torch
 
-    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
-        raise LabelwiseError(f"path must be a str or os.PathLike, got {type(path).__name__}")
-    where = os.fspath(path)
-    if not os.path.exists(where):
-        raise LabelwiseError(f"model file not found: {where!r}")
-    if os.path.isdir(where):
-        raise LabelwiseError(f"model path {where!r} is a directory, expected a file")
+    where = model_file(path, "a file")
     if model_kwargs is not None and model_class is None:
         raise LabelwiseError("model_kwargs needs model_class (the class they are passed to)")
     if model_class is not None:
@@ -447,40 +441,26 @@ def capture(
 
     # an exported program is frozen in the mode it was exported in (no eval()/train())
     frozen = is_exported(model)
-    training_flags = [] if frozen else [(m, m.training) for m in model.modules()]
-    original_device = _single_device(model)
-    moved = original_device is not None and original_device != target_device
     runner = _Runner(model, plan, head)
     # a function made from a TorchScript graph records autograd even under no_grad(): switch
     # the parameters' requires_grad off for the pass (restored afterwards)
-    grads = [(p, p.requires_grad) for p in model.parameters()] if runner.scripted else []
     with CaptureWriter(n_rows, head=head, out=out) as writer:
-        try:
-            if moved:
-                model.to(target_device)
-            if not frozen:
-                model.eval()
-            for parameter, _ in grads:
-                parameter.requires_grad_(False)
-            runner.attach()
-            n_batches = -(-n_rows // batch_size)
-            bar = progress_bar(n_batches, desc="labelwise capture", unit="batch", enabled=progress)
-            done = 0
-            with bar, torch.no_grad():
-                for x in batches():
-                    feats, outs = runner(x.to(target_device))
-                    writer.write(done, _numpy(feats), _numpy(outs), runner.label)
-                    done += int(x.shape[0])
-                    bar.update(1)
-        finally:
-            runner.detach()
-            # parents come before children in modules(), so each module ends with its own flag
-            for module, flag in training_flags:
-                module.train(flag)
-            for parameter, flag in grads:
-                parameter.requires_grad_(flag)
-            if moved and original_device is not None:
-                model.to(original_device)
+        with _evaluating(model, target_device, set_eval=not frozen, freeze=runner.scripted):
+            try:
+                runner.attach()
+                n_batches = -(-n_rows // batch_size)
+                bar = progress_bar(
+                    n_batches, desc="labelwise capture", unit="batch", enabled=progress
+                )
+                done = 0
+                with bar, torch.no_grad():
+                    for x in batches():
+                        feats, outs = runner(x.to(target_device))
+                        writer.write(done, _numpy(feats), _numpy(outs), runner.label)
+                        done += int(x.shape[0])
+                        bar.update(1)
+            finally:
+                runner.detach()
         activations, outputs = writer.finish(runner.label, rows=done)
     if classes is not None and outputs.shape[1] != len(classes):
         classes = None  # a `classes` attribute that does not describe the outputs
@@ -704,6 +684,37 @@ def _single_device(model: torch.nn.Module) -> torch.device | None:
     """The one device holding all parameters and buffers, or None (none, or several)."""
     devices = {t.device for t in itertools.chain(model.parameters(), model.buffers())}
     return next(iter(devices)) if len(devices) == 1 else None
+
+
+@contextlib.contextmanager
+def _evaluating(
+    model: torch.nn.Module, device: torch.device, *, set_eval: bool = True, freeze: bool = True
+) -> Iterator[None]:
+    """The model for one pass: on ``device``, in eval mode (``set_eval``) and with its
+    parameters' ``requires_grad`` off (``freeze``); every flag and the device restored after.
+
+    A model spread over several devices stays where it is (see :func:`_single_device`).
+    """
+    # parents come before children in modules(), so each module ends with its own flag
+    training_flags = [(m, m.training) for m in model.modules()] if set_eval else []
+    grad_flags = [(p, p.requires_grad) for p in model.parameters()] if freeze else []
+    original_device = _single_device(model)
+    moved = original_device is not None and original_device != device
+    try:
+        if moved:
+            model.to(device)
+        if set_eval:
+            model.eval()
+        for parameter, _ in grad_flags:
+            parameter.requires_grad_(False)
+        yield
+    finally:
+        for parameter, flag in grad_flags:
+            parameter.requires_grad_(flag)
+        for module, flag in training_flags:
+            module.train(flag)
+        if moved and original_device is not None:
+            model.to(original_device)
 
 
 # --------------------------------------------------------------------------- running
