@@ -22,6 +22,7 @@ from labelwise.cli import main
 from labelwise.cli._label_server import LabelServer, make_server
 from labelwise.cli._labelling import LabelSession
 from labelwise.io import read_labels_csv
+from synthetic import classifier_pile
 
 N, C = 240, 4
 NAMES = ["cat", "dog", "bird", "fish"]
@@ -33,12 +34,7 @@ def make_pile(root: Path) -> dict[str, Any]:
     from PIL import Image
 
     rng = np.random.default_rng(0)
-    y = rng.integers(C, size=N)
-    x = rng.normal(size=(N, 8))
-    x[np.arange(N), y] += 1.5
-    logits = 2 * x[:, :C]
-    p = np.exp(logits - logits.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
+    y, x, p = classifier_pile(rng, N, C, 8)
     cap = root / "cap"
     images = root / "images"
     (images / "sub").mkdir(parents=True)

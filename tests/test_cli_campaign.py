@@ -11,6 +11,7 @@ import pytest
 
 import labelwise as lw
 from labelwise.cli import main
+from synthetic import classifier_pile
 
 N, C = 1200, 4
 
@@ -19,12 +20,7 @@ N, C = 1200, 4
 def pile(tmp_path: Path) -> dict:
     """Activations, (N, C) softmax probabilities and the true labels of a pile (~70 % acc.)."""
     rng = np.random.default_rng(0)
-    y = rng.integers(C, size=N)
-    x = rng.normal(size=(N, 8))
-    x[np.arange(N), y] += 1.5
-    logits = 2 * x[:, :C]
-    p = np.exp(logits - logits.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
+    y, x, p = classifier_pile(rng, N, C, 8)
     np.save(tmp_path / "acts.npy", x.astype(np.float32))
     np.save(tmp_path / "probs.npy", p.astype(np.float32))
     return {"dir": tmp_path, "y": y, "acts": x.astype(np.float32), "probs": p.astype(np.float32)}

@@ -15,6 +15,7 @@ import pytest
 
 from labelwise.cli import main
 from labelwise.io import file_digest, is_zarr_store
+from synthetic import classifier_pile
 
 zarr = pytest.importorskip("zarr")
 
@@ -35,12 +36,7 @@ def pile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     files and as zarr stores (chunks of 64 rows; a pass reads several blocks)."""
     monkeypatch.setenv("LABELWISE_BLOCK_BYTES", str(250 * M * 8))
     rng = np.random.default_rng(0)
-    y = rng.integers(C, size=N)
-    x = rng.normal(size=(N, M))
-    x[np.arange(N), y] += 1.5
-    logits = 2 * x[:, :C]
-    p = np.exp(logits - logits.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
+    y, x, p = classifier_pile(rng, N, C, M)
     target = x[:, 0] + 0.1 * rng.normal(size=N)
     arrays = {
         "acts": x.astype(np.float32),

@@ -27,18 +27,7 @@ from label_helpers import (
     proposed,
 )
 from labelwise.cli._labelling import LabelSession
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from synthetic import CHROMIUM, CHROMIUM_ARGS
 
 
 @pytest.fixture(scope="module")

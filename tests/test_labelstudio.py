@@ -16,6 +16,7 @@ import pytest
 
 from labelwise.cli import main
 from labelwise.labelstudio import read_label_studio_export
+from synthetic import classifier_pile
 
 N, C = 400, 3
 NAMES = ["cat", "dog", "bird"]
@@ -25,12 +26,7 @@ NAMES = ["cat", "dog", "bird"]
 def pile(tmp_path: Path) -> dict[str, Any]:
     """A captured pile of image files: activations, probabilities, ids, class names, truth."""
     rng = np.random.default_rng(0)
-    y = rng.integers(C, size=N)
-    x = rng.normal(size=(N, 6))
-    x[np.arange(N), y] += 1.5
-    logits = 2 * x[:, :C]
-    p = np.exp(logits - logits.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
+    y, x, p = classifier_pile(rng, N, C, 6)
     cap = tmp_path / "cap"
     cap.mkdir()
     np.save(cap / "activations.npy", x.astype(np.float32))

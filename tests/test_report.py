@@ -17,30 +17,15 @@ import labelwise as lw
 from labelwise.cli import main
 from labelwise.report import build_report, report_data
 from labelwise.workspace import Workspace
+from synthetic import CHROMIUM, CHROMIUM_ARGS, classifier_pile
 
 N, C = 500, 3
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture()
 def pile(tmp_path: Path) -> dict[str, Any]:
     rng = np.random.default_rng(1)
-    y = rng.integers(C, size=N)
-    x = rng.normal(size=(N, 6))
-    x[np.arange(N), y] += 1.5
-    logits = 2 * x[:, :C]
-    p = np.exp(logits - logits.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
+    y, x, p = classifier_pile(rng, N, C, 6)
     np.save(tmp_path / "acts.npy", x.astype(np.float32))
     np.save(tmp_path / "probs.npy", p.astype(np.float32))
     return {"dir": tmp_path, "y": y, "probs": p.astype(np.float32)}
