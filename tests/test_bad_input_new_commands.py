@@ -148,15 +148,7 @@ def test_corrupt_campaign_state(
     value: Any,
     says: str,
 ) -> None:
-    d = _copy(dirs["camp"], tmp_path / "camp")
-    _edit(d / "campaign.state.json", key, value)
-    before = _snapshot(d)
-    export = tmp_path / "export.json"
-    export.write_text("[]")
-    for cmd in COMMANDS:
-        line = _run(capsys, _argv(cmd, d, export))
-        assert "campaign.state.json" in line and says in line, line
-    assert _snapshot(d) == before
+    _every_command_refuses(dirs["camp"], "campaign.state.json", key, value, says, tmp_path, capsys)
 
 
 def test_campaign_state_that_is_a_list(
@@ -199,14 +191,28 @@ def test_corrupt_selection(
     value: Any,
     says: str,
 ) -> None:
-    d = _copy(dirs["sel"], tmp_path / "sel")
-    _edit(d / "selection.json", key, value)
+    _every_command_refuses(dirs["sel"], "selection.json", key, value, says, tmp_path, capsys)
+
+
+def _every_command_refuses(
+    source: Path,
+    state: str,
+    key: str,
+    value: Any,
+    says: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A copy of ``source`` whose ``state`` file has ``key`` set to ``value``: every command
+    ends in one error line naming the file and saying ``says``, and changes no file."""
+    d = _copy(source, tmp_path / source.name)
+    _edit(d / state, key, value)
     before = _snapshot(d)
     export = tmp_path / "export.json"
     export.write_text("[]")
     for cmd in COMMANDS:
         line = _run(capsys, _argv(cmd, d, export))
-        assert "selection.json" in line and says in line, line
+        assert state in line and says in line, line
     assert _snapshot(d) == before
 
 
