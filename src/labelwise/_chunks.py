@@ -226,14 +226,10 @@ def open_array(source: Any) -> Any:
 
             return load_array(p, str(p))
         if p.is_dir():
-            if p.suffix == ".zarr" or (p / "zarr.json").exists() or (p / ".zarray").exists():
-                from ._deps import require
+            from .io import is_zarr_store, open_zarr
 
-                zarr = require("zarr", "reading a zarr pile", extra="dask")
-                try:
-                    return zarr.open_array(str(p), mode="r")
-                except Exception as exc:  # zarr raises several types for a bad store
-                    raise LabelwiseError(f"{p} is not a readable zarr array ({exc})") from None
+            if is_zarr_store(p):
+                return open_zarr(p, "zarr pile")
             return ChunkedArray.open(p)
         raise LabelwiseError(f"{p} does not exist")
     if isinstance(source, np.ndarray | ChunkedArray) or is_dask(source) or _is_zarr(source):

@@ -129,7 +129,7 @@ def is_zarr_store(path: str | os.PathLike[str]) -> bool:
     (zarr v3) or ``.zarray`` (zarr v2). Decided from the names only; zarr is not imported."""
     p = Path(path)
     return p.is_dir() and (
-        p.suffix == ".zarr" or (p / "zarr.json").is_file() or (p / ".zarray").is_file()
+        p.suffix.lower() == ".zarr" or (p / "zarr.json").is_file() or (p / ".zarray").is_file()
     )
 
 

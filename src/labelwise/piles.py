@@ -44,6 +44,7 @@ from numpy.typing import NDArray
 
 from ._deps import require
 from .exceptions import LabelwiseError
+from .io import is_zarr_store, open_zarr
 
 __all__ = ["IMAGE_SUFFIXES", "ImageSpec", "Pile", "open_pile"]
 
@@ -282,13 +283,6 @@ def open_pile(
     return _open_parquet(p, columns, id_column)
 
 
-def is_zarr_store(path: Path) -> bool:
-    """Whether ``path`` is a directory holding a zarr array (rather than a folder of images)."""
-    return path.is_dir() and (
-        path.suffix.lower() == ".zarr" or any((path / f).exists() for f in ("zarr.json", ".zarray"))
-    )
-
-
 def _only_for(kind: str, kinds: str | tuple[str, ...], **given: Any) -> None:
     allowed = (kinds,) if isinstance(kinds, str) else kinds
     if kind in allowed:
@@ -339,11 +333,8 @@ def _open_npy(path: Path) -> Pile:
 
 def _open_zarr(path: Path) -> Pile:
     """A zarr array store, read chunk by chunk as capture asks (never whole)."""
-    from ._chunks import open_array
-
-    arr = open_array(path)
-    info = {"chunks": [int(c) for c in arr.chunks]} if hasattr(arr, "chunks") else {}
-    return _array_pile("zarr", path, arr, info)
+    arr = open_zarr(path, "--inputs")
+    return _array_pile("zarr", path, arr, {"chunks": [int(c) for c in arr.chunks]})
 
 
 def _open_npz(path: Path, key: str | None) -> Pile:

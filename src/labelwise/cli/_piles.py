@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import LabelwiseError
-from ..io import atomic_write, write_json
-from ..piles import IMAGE_SUFFIXES, ImageSpec, Pile, is_zarr_store, open_pile
+from ..io import atomic_write, is_zarr_store, write_json
+from ..piles import IMAGE_SUFFIXES, ImageSpec, Pile, open_pile
 from ..workspace import CLASSES, IDS, Workspace
 
 CLASSES_HELP = (
