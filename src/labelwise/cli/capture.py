@@ -13,6 +13,7 @@ from typing import Any
 from .._deps import install_hint
 from ..exceptions import LabelwiseError
 from ..io import write_json
+from ..workspace import CAPTURE, CLASSES, IDS
 from ._piles import CLASSES_HELP, add_pile_arguments, open_inputs, read_classes, write_pile_files
 
 ROUTES = """\
@@ -163,9 +164,9 @@ CAPTURE_FILES = (
     "probabilities.npy",
     "outputs.npy",
     "predictions.npy",
-    "ids.txt",
-    "classes.json",
-    "capture.json",
+    IDS,
+    CLASSES,
+    CAPTURE,
 )
 
 
@@ -194,7 +195,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
             classes = list(cap.classes)
         written += write_pile_files(stage, inputs, classes)
         write_json(
-            stage / "capture.json",
+            stage / CAPTURE,
             {
                 **about,
                 "inputs": str(args.inputs.resolve()),
@@ -207,11 +208,11 @@ def cmd_capture(args: argparse.Namespace) -> int:
             },
         )
         # capture.json last: until it is replaced, the directory does not claim the new arrays
-        (out / "capture.json").unlink(missing_ok=True)
+        (out / CAPTURE).unlink(missing_ok=True)
         for name in CAPTURE_FILES:
-            if name not in written and name != "capture.json":
+            if name not in written and name != CAPTURE:
                 (out / name).unlink(missing_ok=True)
-        for name in [*written, "capture.json"]:
+        for name in [*written, CAPTURE]:
             os.replace(stage / name, out / name)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
