@@ -36,6 +36,9 @@ class DesignEstimate:
     srs_variance: float  # estimated variance a simple random sample of the same n would have
     lam: float
     notes: tuple[str, ...] = ()
+    # per stratum: the estimate of its mean and its term W_h² (1 - f_h) s̃_h² / n_h of Var
+    means: NDArray[np.float64] | None = None
+    terms: NDArray[np.float64] | None = None
 
 
 def fit_surrogate(
@@ -141,7 +144,9 @@ def stratified_difference(
     n = y.size
     n_pop = int(sizes.sum())
     srs_var = (1 - n / n_pop) * s2 / n
-    return DesignEstimate(value, math.sqrt(var), float(df), srs_var, lam, tuple(notes))
+    return DesignEstimate(
+        value, math.sqrt(var), float(df), srs_var, lam, tuple(notes), means=means, terms=terms
+    )
 
 
 def _group_mean(
@@ -221,17 +226,107 @@ def wilson_effective(
     if not math.isfinite(se):
         return 0.0, 1.0
     p = min(max(value, 0.0), 1.0)
-    pq = p * (1 - p)
     edge = 0.5 / (n + 1)  # Jeffreys' rate for "none seen": the design effect is taken there
     pc = min(max(p, edge), 1 - edge)
     n_eff = pc * (1 - pc) / se**2 if se > 0 else float(n)
     n_eff = max(n_eff, 1.0)
-    z = float(stats.t.ppf(0.5 + confidence / 2, max(df, 1.0)))
+    return _wilson(p, n_eff, float(stats.t.ppf(0.5 + confidence / 2, max(df, 1.0))))
+
+
+def grouped_wilson(
+    d: DesignEstimate,
+    strata_sizes: NDArray[np.int64],
+    n_h: NDArray[np.int64],
+    groups: NDArray[np.int64],
+    confidence: float,
+    *,
+    grid: int = 2001,
+) -> tuple[float, float]:
+    """Score (Wilson-type) interval for a proportion, the variance re-evaluated per group.
+
+    :func:`wilson_effective` re-evaluates the variance at each candidate accuracy θ through
+    the whole pile's p (1 - p), with one design effect. When the errors of a group of strata
+    (the confident predicted-class strata, say) are rare and few or none of them were
+    sampled, that group's estimated variance is near 0 and so is the design effect: a
+    candidate θ below the estimate, which is reached by giving *that* group more errors, is
+    rejected with the small variance of the other group (on a shifted digits pile, 5 % of the
+    intervals lay above the truth at 65 labels, 2.5 % is nominal). Here every group g of
+    strata (weight W_g, estimate θ̂_g, variance V̂_g of its part W_g θ̂_g) keeps its own
+    effective size: V_g(t) = V̂_g t (1 - t) / (p_g (1 - p_g)), p_g = θ̂_g clipped to
+    [q_g, 1 - q_g], q_g = 0.5 / (n_g + 1) (Jeffreys' rate for "none seen"), and θ is in the
+    interval when some split of it over the groups is not rejected:
+
+        min { Σ_g W_g² (θ̂_g - θ_g)² / V_g(θ_g) : Σ_g W_g θ_g = θ, 0 <= θ_g <= 1 } <= t²,
+
+    t the Student quantile on the design's degrees of freedom. This is the score interval
+    for a weighted sum of binomial proportions (Yan & Su 2010, "Stratified Wilson and
+    Newcombe confidence intervals for multiple binomial proportions", Stat. Biopharm. Res.
+    2(3), Sec. 2) with groups of strata as the units and each group's design effect; with one
+    group it is :func:`wilson_effective`. When none of a group's labels is wrong (p_g
+    clipped), no design effect can be measured and n_g* is at most n_g: no credit for
+    stratifying on errors not seen. (Without that cap the calibrated-error floor of
+    :func:`shrunk_variances` gave a confident group whose labels were all correct
+    n_g* = 3.4 n_g, and on the shifted digits pile 7.5 % of the intervals lay above the truth.)
+    Computed along a grid over group 1's own score interval (every accepted split lies
+    inside it): for each t_1 the accepted t_2 are group 2's Wilson interval at the quantile
+    left, sqrt(t² - q_1(t_1)). More than two groups fall back to :func:`wilson_effective`.
+    """
+    if d.means is None or d.terms is None or not math.isfinite(d.std_error):
+        return wilson_effective(d.value, d.std_error, d.df, confidence, int(n_h.sum()))
+    ids = np.unique(groups)
+    if ids.size != 2:
+        return wilson_effective(d.value, d.std_error, d.df, confidence, int(n_h.sum()))
+    w_h = strata_sizes / strata_sizes.sum()
+    z = float(stats.t.ppf(0.5 + confidence / 2, max(d.df, 1.0)))
+    parts = []
+    for g in ids:
+        m = (groups == g) & (strata_sizes > 0)
+        wg = float(w_h[m].sum())
+        ng = int(n_h[m].sum())
+        est = float(np.clip(np.sum(w_h[m] * d.means[m]) / wg, 0.0, 1.0)) if wg > 0 else 0.0
+        edge = 0.5 / (ng + 1)
+        pc = min(max(est, edge), 1 - edge)
+        # Var(θ̂_g) at t = t (1 - t) / n_g*, the group's effective size n_g* from V̂_g
+        var_g = float(d.terms[m].sum()) / wg**2 if wg > 0 else 0.0
+        n_eff = pc * (1 - pc) / var_g if var_g > 0 else math.inf
+        if pc != est:  # none (or all) wrong: no design effect is measurable, take n_g
+            n_eff = min(n_eff, float(ng))
+        parts.append((wg, est, max(n_eff, 1.0)))
+    (w1, e1, n1), (w2, e2, n2) = parts
+    if not (math.isfinite(n1) and math.isfinite(n2)):
+        return wilson_effective(d.value, d.std_error, d.df, confidence, int(n_h.sum()))
+    # every accepted t1 lies in group 1's own interval (Q >= its term); for each t1 the
+    # accepted t2 are group 2's Wilson interval at the remaining budget t² - q1(t1)
+    lo1, hi1 = _wilson(e1, n1, z)
+    t1 = np.linspace(lo1, hi1, grid)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q1 = np.where(
+            np.isclose(t1, e1), 0.0, n1 * (e1 - t1) ** 2 / np.maximum(t1 * (1 - t1), 1e-300)
+        )
+    rest = z * z - q1
+    ok = rest >= 0
+    if not ok.any():
+        return wilson_effective(d.value, d.std_error, d.df, confidence, int(n_h.sum()))
+    lo2, hi2 = _wilson_many(e2, n2, np.sqrt(rest[ok]))
+    theta_lo = float(np.min(w1 * t1[ok] + w2 * lo2))
+    theta_hi = float(np.max(w1 * t1[ok] + w2 * hi2))
+    return max(0.0, theta_lo), min(1.0, theta_hi)
+
+
+def _wilson_many(
+    p: float, n_eff: float, z: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Wilson's interval for p with n_eff draws, at every quantile in ``z``."""
     z2 = z * z
     denom = 1 + z2 / n_eff
     centre = (p + z2 / (2 * n_eff)) / denom
-    half = z * math.sqrt(pq / n_eff + z2 / (4 * n_eff**2)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    half = z * np.sqrt(p * (1 - p) / n_eff + z2 / (4 * n_eff**2)) / denom
+    return np.maximum(0.0, centre - half), np.minimum(1.0, centre + half)
+
+
+def _wilson(p: float, n_eff: float, z: float) -> tuple[float, float]:
+    lo, hi = _wilson_many(p, n_eff, np.array([z]))
+    return float(lo[0]), float(hi[0])
 
 
 def active_estimate(z: NDArray[np.float64]) -> tuple[float, float]:

@@ -31,9 +31,9 @@ from ._estimators import (
     active_estimate,
     bootstrap_t_interval,
     fit_surrogate,
+    grouped_wilson,
     stratified_difference,
     t_interval,
-    wilson_effective,
 )
 from ._features import (
     ProbabilitySummary,
@@ -315,6 +315,12 @@ class Campaign:
             den = (dfh[m] * prior[m]).sum() - dfh[m] * prior[m] + _NU0 * vbar
             out[m] = num / den * prior[m]
         if binary:
+            # Laplace's rule of succession per group: a group whose labels show no error yet
+            # is still allocated as if its error rate were 1 / (n_g + 2), since the interval
+            # (:func:`._estimators.grouped_wilson`) must allow for the errors not yet seen
+            n_g = np.bincount(self._groups, weights=n_h, minlength=int(self._groups.max()) + 1)
+            q = 1 / (n_g[self._groups] + 2)
+            out = np.maximum(out, q * (1 - q))
             out = np.minimum(out, 0.25)
         return np.sqrt(out)
 
@@ -548,7 +554,8 @@ class Campaign:
         elif self.method == "model-assisted":
             notes.append(f"surrogate power-tuning lambda = {d.lam:.3f}")
         if binary:
-            lo, hi = wilson_effective(d.value, d.std_error, d.df, conf, int(rec.size))
+            n_h = np.bincount(st, minlength=h)
+            lo, hi = grouped_wilson(d, sizes, n_h, groups, conf)
             interval = "wilson (effective n)"
         else:
             lo, hi = self._clip(*t_interval(d.value, d.std_error, d.df, conf))
