@@ -129,7 +129,9 @@ class Estimate(Result):
     ``value`` is the model's accuracy (classification) or 1-MSE (regression) on the whole pile,
     estimated from ``n_labelled`` labels; ``[ci_low, ci_high]`` is a ``confidence`` interval.
     ``effective_sample_size`` (designed campaigns only): how many simple-random-sample labels
-    these labels are worth, n * Var_SRS / Var_design, both estimated from the labels.
+    these labels are worth: the m whose simple-random-sample interval, z sqrt(n Var_SRS(n) / m),
+    is as narrow as the interval reported, Var_SRS(n) estimated from the labels (so the
+    saving it states is the one the interval shows).
     """
 
     higher_is_better: ClassVar[bool | None] = True

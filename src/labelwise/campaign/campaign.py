@@ -556,7 +556,7 @@ class Campaign:
         if binary:
             n_h = np.bincount(st, minlength=h)
             lo, hi = grouped_wilson(d, sizes, n_h, groups, conf)
-            interval = "wilson (effective n)"
+            interval = "grouped score (wilson)"
         else:
             lo, hi = self._clip(*t_interval(d.value, d.std_error, d.df, conf))
             interval = "stratified-t"
@@ -566,7 +566,11 @@ class Campaign:
                 shift = d.value - _strat_mean(r, st, sizes)
                 lo, hi = self._clip(boot[0] + shift, boot[1] + shift)
                 interval = "stratified bootstrap-t"
-        ess = rec.size * d.srs_variance / d.std_error**2 if d.std_error > 0 else math.inf
+        # worth: the simple random sample whose interval z sqrt(Var_SRS(n) n / m) would be as
+        # narrow as the one reported (not just n Var_SRS / SE²: the saving the user sees)
+        half = (hi - lo) / 2
+        z = NormalDist().inv_cdf(0.5 + conf / 2)
+        ess = rec.size * d.srs_variance * z * z / half**2 if half > 0 else math.inf
         return Estimate(
             value=d.value,
             std_error=d.std_error,
