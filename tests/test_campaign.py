@@ -90,12 +90,15 @@ def test_pending_rows_are_ignored_with_a_note() -> None:
 @pytest.mark.parametrize("kind", ["informative", "uncorrelated", "anti"])
 @pytest.mark.parametrize("method", ["stratified", "model-assisted", "active"])
 def test_unbiased_and_covers(kind: str, method: str) -> None:
+    """1,000 seeded campaigns of 35 + 25 labels per design and surrogate: unbiased, and the
+    95 % interval covers 93-98 % (measured 0.944-0.964; the active design's Wald interval
+    covered 0.913 on the informative pile before its bootstrap-t)."""
     y, acts, probs = _pile(400, kind=kind, seed=1)
-    reps = 300
+    reps = 1000
     err, cov = _run(y, acts, probs, method, reps, (35, 60))
     se = err.std() / np.sqrt(reps)
-    assert abs(err.mean()) < 4 * se + 0.003
-    assert 0.90 <= cov <= 0.995
+    assert abs(err.mean()) < 4 * se + 0.002
+    assert 0.93 <= cov <= 0.98, cov
 
 
 def test_useless_surrogate_costs_little() -> None:

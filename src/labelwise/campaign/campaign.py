@@ -614,6 +614,17 @@ class Campaign:
         value, se = active_estimate(z)
         zc = float(stats.norm.ppf(0.5 + conf / 2))
         lo, hi = self._clip(value - zc * se, value + zc * se)
+        interval = "martingale-clt"
+        # the draws are i.i.d. given the past, so the bootstrap-t of their mean follows the
+        # skew a Wald interval misses (AIPW terms of 0/1 scores: their spread falls as the
+        # mean rises; Wald covered 0.91-0.94 at 60 draws in tests/test_campaign.py)
+        one = np.zeros(z.size, dtype=np.int64)
+        boot = bootstrap_t_interval(
+            z, one, np.array([np.iinfo(np.int64).max // 2]), conf, gen=self._boot_gen(z.size)
+        )
+        if boot is not None:
+            lo, hi = self._clip(*boot)
+            interval = "martingale bootstrap-t"
         notes.append(f"AIPW over the first {z.size} draws (the prefix whose rows are recorded)")
         rows = np.asarray(self._draws["row"][: z.size])
         y = self._scores[rows]
@@ -628,7 +639,7 @@ class Campaign:
             n_labelled=int(np.unique(rows).size),
             method="active",
             metric=metric,
-            interval="martingale-clt",
+            interval=interval,
             population_size=self.population_size,
             notes=tuple(notes),
             effective_sample_size=float(ess),
