@@ -96,8 +96,11 @@ class Campaign:
     (shrunk toward the model's own calibrated error sqrt(e_h (1 - e_h)) early on), with a
     floor of 2 labels per stratum. Estimates use the rows *recorded*; rows proposed but not
     yet recorded are pending and ignored (valid when which proposed rows get labelled first
-    does not depend on their scores). Intervals: for accuracy, Wilson's with the design's
-    effective sample size; for regression (1 - squared error, a long lower tail) the
+    does not depend on their scores). Intervals: for accuracy, a score (Wilson-type) interval
+    in which the low-confidence and the predicted-class groups of strata each keep their own
+    effective sample size (:func:`._estimators.grouped_wilson`: errors not yet seen in a
+    confident group widen the lower side; a group with none seen gets no design-effect
+    credit); for the active design, the bootstrap-t of its AIPW terms; for regression (1 - squared error, a long lower tail) the
     stratified bootstrap-t (:func:`._estimators.bootstrap_t_interval`), seeded by the
     campaign so the same labels give the same interval.
 
