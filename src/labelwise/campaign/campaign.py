@@ -100,9 +100,10 @@ class Campaign:
     in which the low-confidence and the predicted-class groups of strata each keep their own
     effective sample size (:func:`._estimators.grouped_wilson`: errors not yet seen in a
     confident group widen the lower side; a group with none seen gets no design-effect
-    credit); for the active design, the bootstrap-t of its AIPW terms; for regression (1 - squared error, a long lower tail) the
-    stratified bootstrap-t (:func:`._estimators.bootstrap_t_interval`), seeded by the
-    campaign so the same labels give the same interval.
+    credit); for the active design, the bootstrap-t of its AIPW terms; for regression
+    (1 - squared error, a long lower tail) the stratified bootstrap-t
+    (:func:`._estimators.bootstrap_t_interval`), seeded by the campaign so the same labels
+    give the same interval.
 
     Resuming: :meth:`to_dict` is the JSON state; :meth:`to_arrays` holds what was computed
     from the pile at the start (strata, per-row signals, surrogate features), so that
