@@ -123,7 +123,14 @@ class RankingCampaign:
         ``r`` > 0: the active part of a proposal is proportional to ``u_i^r`` (module
         docstring).
     tau0:
-        Smallest prior spread of the models' consensus biases (accuracy units).
+        Smallest prior spread of the models' consensus biases (accuracy units), the lower
+        end of the ``tau`` grid. 0.002 (was 0.005) lets the posterior follow the consensus
+        more closely where the labels find its biases all but equal (strong and spread
+        zoos): in the ranking study (3 x 30 repetitions, means over 35..180 labels) the sizes
+        at which the campaign's mean Spearman or Jaccard@k fell below the best of SRS, SDS
+        and the vote went from 21 to 9 of 240, the 6-model zoo's Spearman / Jaccard@k from
+        0.892 / 0.816 to 0.903 / 0.830, the others within 0.004 (weak Jaccard@k +0.015);
+        the calibration tests still pass.
     tau_noise:
         Guard of the rank sets against an underestimated prior spread: they are drawn from
         the posterior whose ``tau^2`` is at least ``tau_noise`` times the mean sampling
@@ -148,7 +155,7 @@ class RankingCampaign:
         n_classes: int | None = None,
         uniform_share: float = 0.3,
         power: float = 2.0,
-        tau0: float = 0.005,
+        tau0: float = 0.002,
         surrogate: str = "vote",
         power_tuning: float = 20.0,
         tau_noise: float = 0.5,
