@@ -84,22 +84,31 @@ def test_majority_wrong_on_one_class_is_corrected_by_labels() -> None:
     # and says so: with no label nothing bounds the consensus bias
     np.testing.assert_array_equal(vote.ci_low, 0.0)
     np.testing.assert_array_equal(vote.ci_high, 1.0)
-    camp = lw.RankingCampaign(pred, rng=5)
-    for _ in range(8):
-        rows = camp.propose(10)
-        camp.record(rows, y[rows])
-    r = camp.ranking()
-    # 80 labels: the herd is behind both other models, and all but surely not the best
-    assert set(r.order[:2].tolist()) == {3, 4}
-    assert r.prob_best[:3].sum() < 0.05
-    assert np.all(r.ci_low[:3] < true[:3]) and np.all(true[:3] < r.ci_high[:3])
-    # 150 labels separate the two others (0.874 vs 0.856)
-    for _ in range(7):
-        rows = camp.propose(10)
-        camp.record(rows, y[rows])
-    r = camp.ranking()
-    assert r.order[0] == 3 and r.order[1] == 4
-    assert r.prob_best[3] > 0.5
+    # over 10 seeded campaigns (one seed decided the old assertions: with the previous
+    # defaults, uniform share 0.2 and power 1, P(best) of the herd after 80 labels was < 0.05
+    # in 16 of 30 seeds, 0.086 on average; now 20 of 30, 0.048)
+    herd_80, herd_150, first = [], [], 0
+    for seed in range(10):
+        camp = lw.RankingCampaign(pred, rng=seed)
+        for _ in range(8):
+            rows = camp.propose(10)
+            camp.record(rows, y[rows])
+        r = camp.ranking()
+        # 80 labels: the herd is behind both other models, and unlikely to be the best
+        assert set(r.order[:2].tolist()) == {3, 4}
+        assert np.all(r.ci_low[:3] < true[:3]) and np.all(true[:3] < r.ci_high[:3])
+        herd_80.append(r.prob_best[:3].sum())
+        for _ in range(7):
+            rows = camp.propose(10)
+            camp.record(rows, y[rows])
+        r = camp.ranking()
+        herd_150.append(r.prob_best[:3].sum())
+        first += int(r.order[0] == 3 and r.order[1] == 4)
+    assert np.mean(herd_80) < 0.1  # these 10 seeds: 0.055 (previous defaults 0.084)
+    assert np.mean(herd_150) < 0.02  # 0.002 (0.010)
+    # 150 labels mostly separate the two others (0.874 vs 0.856, differing on ~25 % of the
+    # inputs): measured 8 of these 10 seeds, 24 of 30 (previous defaults 10 / 10, 27 / 30)
+    assert first >= 6
 
 
 @pytest.mark.slow
@@ -111,6 +120,8 @@ def test_prob_best_is_calibrated() -> None:
     (contrast floor as a PSD floor): largest gap 0.09 (bin 0.7-0.9: 0.80 predicted, 0.89
     observed), Brier 0.064 against 0.162; on 150 other seeds 0.11. With the floor added to
     every direction: 0.16 (0.79 / 0.955). Still underconfident by about 0.1 in the upper bins.
+    With uniform share 0.3, power 2 and tau0 0.002: largest gap 0.127 (bin 0.5-0.7: 0.59
+    predicted, 0.72 observed), Brier 0.063; uniform share 0.3 with power 1 failed (0.18).
     """
     pred_p, hit = [], []
     for rep in range(150):
@@ -142,6 +153,7 @@ def test_accuracy_intervals_cover_and_errors_match_the_reported_sd(regime: str) 
     intervals). Measured: coverage 0.99 (6-model zoo) and 0.97-0.98 (weak), sd of the
     standardised errors (estimate - truth) / posterior sd 0.98-1.1 and 1.1-1.3. Before the
     tau mixture and the design-based hull: coverage 0.74-0.81 and 0.71-0.84, sd 1.5-1.8.
+    With uniform share 0.3, power 2 and tau0 0.002: coverage 0.973 / 0.967, sd 1.15 / 1.20.
     Bounds: coverage >= 0.93, sd of the standardised errors <= 1.35.
     """
     cover, z = [], []
@@ -175,6 +187,8 @@ def test_prob_best_is_calibrated_on_the_six_model_zoo() -> None:
     With the contrast floor as a PSD floor (not an addition): largest gap 0.09 (top bin 0.954 /
     0.864), Brier 0.066 against 0.070; on 120 other seeds 0.157 (bin 0.5-0.7: 0.60 / 0.44),
     Brier 0.058 against 0.069 (the bins of ~60 entries have a binomial sd of ~0.06).
+    With uniform share 0.3, power 2 and tau0 0.002: largest gap 0.102 (bin 0.5-0.7: 0.595 /
+    0.493), Brier 0.063 against 0.070.
     """
     pred_p, hit = [], []
     for rep in range(120):
@@ -202,6 +216,7 @@ def test_prob_best_is_calibrated_on_the_six_model_zoo() -> None:
     [
         ({"predictions": np.zeros((1, 10), dtype=int)}, "at least 2 models"),
         ({"predictions": np.zeros((2, 10), dtype=int), "method": "magic"}, "method must"),
+        ({"predictions": np.zeros((2, 10), dtype=int), "power": 0}, "power must be > 0"),
     ],
 )
 def test_bad_construction(kwargs: dict, match: str) -> None:
@@ -251,7 +266,9 @@ def test_rank_sets_cover_every_true_rank_simultaneously(
 
     The rank sets are the hull of the (guarded) posterior's and the design-based PPI
     Gaussian's, so they cover at least as often as the latter's. Measured with 60-80
-    repetitions: 0.95-1.00 at level 0.9 in the small, weak and strong-close zoos.
+    repetitions: 0.95-1.00 at level 0.9 in the small, weak and strong-close zoos; with
+    uniform share 0.3, power 2 and tau0 0.002, in these five cases: 1.00, 0.99, 0.99, 1.00,
+    0.98.
     Bound: at least the level (not 2.5 binomial sd's under it as before).
     """
     from scipy import stats
