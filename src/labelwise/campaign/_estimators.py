@@ -16,7 +16,8 @@ from scipy import stats
 # since the calibrated-error floor also applies: digits-none w 1.10 -> 0.88 at coverage >= 0.985,
 # digits-patch coverage min 0.915 (200 repetitions). 0.5 -> 0.1 with the campaign's prior degrees
 # of freedom 4 -> 12 (more pooling across the group carries what the floor did): digits-none
-# w 0.89 -> 0.78 (coverage 0.988), digits-patch coverage min 0.895 -> 0.920 (200 repetitions)
+# w 0.89 -> 0.78 (coverage 0.988), digits-patch coverage min 0.895 -> 0.920 (200 repetitions).
+# The calibrated-error floor is gone since grouped_wilson (see there).
 _JEFFREYS_SCALE = 0.1
 
 __all__ = [
@@ -87,7 +88,6 @@ def stratified_difference(
     groups: NDArray[np.int64] | None = None,
     binary: bool = False,
     nu0: float = 4.0,
-    prior_var: NDArray[np.float64] | None = None,
 ) -> DesignEstimate:
     """Stratified (difference) estimator with its design variance.
 
@@ -124,11 +124,11 @@ def stratified_difference(
         den = float(np.sum((a * vf / np.maximum(n_h - 1, 1))[ok]))
         num = float(np.sum((a * cov / np.maximum(n_h - 1, 1))[ok]))
         lam = float(np.clip(num / den, 0.0, 1.0)) if den > 0 else 0.0
-    var_y = shrunk_variances(y, strata, n_h, groups, binary=binary, nu0=nu0, floor=prior_var)
+    var_y = shrunk_variances(y, strata, n_h, groups, binary=binary, nu0=nu0)
     if lam > 0 and f_lab is not None and f_pop_mean is not None:
         r = y - lam * f_lab
         means = lam * f_pop_mean + _group_mean(r, strata, h, n_h)
-        var_r = shrunk_variances(r, strata, n_h, groups, binary=binary, nu0=nu0, floor=prior_var)
+        var_r = shrunk_variances(r, strata, n_h, groups, binary=binary, nu0=nu0)
     else:
         means = mean_y
         var_r = var_y
@@ -164,7 +164,6 @@ def shrunk_variances(
     binary: bool,
     nu0: float,
     prior: NDArray[np.float64] | None = None,
-    floor: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Per-stratum variances shrunk toward their group's pooled within-stratum variance.
 
@@ -172,15 +171,12 @@ def shrunk_variances(
     empirical Bayes methods for assessing differential expression", Sec. 4: a scaled
     inverse-chi² prior with ν₀ prior degrees of freedom), s_g² = Σ_{h∈g} (n_h - 1) s_h² /
     Σ_{h∈g} (n_h - 1). Groups: strata of similar model confidence (:func:`build_strata`).
-    For 0/1 scores s_g² is at least q (1 - q), q = c 0.5 / (n_g + 1) (c = 0.5 times Jeffreys'
-    estimate of an error rate when none of the group's n_g labels is wrong; the calibrated
-    ``floor`` below carries the rest), so a group whose labels are all
-    correct keeps a variance that shrinks like 1/n_g instead of collapsing to 0. A stratum with
+    For 0/1 scores s_g² is at least q (1 - q), q = c 0.5 / (n_g + 1) (c = 0.1 times Jeffreys'
+    estimate of an error rate when none of the group's n_g labels is wrong; the interval,
+    :func:`grouped_wilson`, carries the rest), so a group whose labels are all correct keeps
+    a variance that shrinks like 1/n_g instead of collapsing to 0. A stratum with
     fewer than 2 labels gets s_g² (collapse rule: merged into its group for the variance).
     A group without any pair of labels uses all groups' pooled variance, or ``prior[h]``.
-    ``floor``: a per-stratum lower bound on the shrinkage target (the campaign passes the model's
-    calibrated error variance r e_h (1 - r e_h)), so a confident stratum whose few labels were
-    all correct is not credited with less variance than the labels elsewhere imply for it.
     """
     h = n_h.size
     g_of = np.zeros(h, dtype=np.int64) if groups is None else groups
@@ -199,8 +195,7 @@ def shrunk_variances(
             pooled = q * (1 - q) if math.isnan(pooled) else max(pooled, q * (1 - q))
         if math.isnan(pooled):
             pooled = math.nan if prior is None else float(np.mean(prior[m]))
-        target = pooled if floor is None else np.maximum(pooled, floor[m])
-        out[m] = (ss[m] + nu0 * target) / (dfh[m] + nu0)
+        out[m] = (ss[m] + nu0 * pooled) / (dfh[m] + nu0)
     return out
 
 
@@ -264,8 +259,8 @@ def grouped_wilson(
     2(3), Sec. 2) with groups of strata as the units and each group's design effect; with one
     group it is :func:`wilson_effective`. When none of a group's labels is wrong (p_g
     clipped), no design effect can be measured and n_g* is at most n_g: no credit for
-    stratifying on errors not seen. (Without that cap the calibrated-error floor of
-    :func:`shrunk_variances` gave a confident group whose labels were all correct
+    stratifying on errors not seen. (Without that cap the model's calibrated error, then a
+    floor under the stratum variances, gave a confident group whose labels were all correct
     n_g* = 3.4 n_g, and on the shifted digits pile 7.5 % of the intervals lay above the truth.)
     Computed along a grid over group 1's own score interval (every accepted split lies
     inside it): for each t_1 the accepted t_2 are group 2's Wilson interval at the quantile

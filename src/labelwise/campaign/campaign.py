@@ -538,10 +538,11 @@ class Campaign:
                 f_pop = np.bincount(row_st, weights=pred, minlength=h) / np.maximum(sizes, 1)
             else:
                 lam_note = "too few labels for the surrogate (< 20): plain stratified estimator"
-        floor = None
-        if binary:  # shrink stratum variances toward at least the calibrated model error
-            e_cal = self._calibrated_error()
-            floor = e_cal * (1 - e_cal)
+        # no floor from the model's calibrated error under the stratum variances any more: a
+        # group whose labels show no error is covered by grouped_wilson's n_g* <= n_g, and the
+        # floor, inflated by the labelled errors of other strata, overstated the variance of
+        # strata that really hold none (500 repetitions, 8 classification contexts: worst
+        # coverage 0.948 -> 0.946, mean coverage 0.975 -> 0.967, w 0.789 -> 0.763)
         d = stratified_difference(
             y,
             st,
@@ -551,7 +552,6 @@ class Campaign:
             groups=groups,
             binary=binary,
             nu0=_NU0,
-            prior_var=floor,
         )
         if lam_note:
             notes.append(lam_note)
@@ -938,7 +938,12 @@ def _asymptotic_cs(est: Estimate, t: int, *, t_opt: int = 100) -> Estimate:
     alpha = 1 - est.confidence
     la = -2 * math.log(alpha)
     rho2 = (la + math.log(la + 1)) / t_opt
-    sigma = math.sqrt(t) * est.std_error
+    # SE_t at least the fixed-n interval's half-width / z: for accuracy that interval is the
+    # grouped score interval, which allows for errors not yet seen where the plug-in SE of a
+    # few labels, all correct, does not (optional stopping at 5-10 labels missed 6.5 %)
+    z = NormalDist().inv_cdf(0.5 + est.confidence / 2)
+    se = max(est.std_error, (est.ci_high - est.ci_low) / (2 * z))
+    sigma = math.sqrt(t) * se
     half = sigma * math.sqrt(
         2 * (t * rho2 + 1) / (t * t * rho2) * math.log(math.sqrt(t * rho2 + 1) / alpha)
     )
