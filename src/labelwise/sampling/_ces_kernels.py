@@ -31,16 +31,24 @@ OBJ_CE = 0  # Eq. 8: -sum P_S log max(P_T, eps)
 OBJ_CE_COMMON = 1  # Eq. 8 restricted to sections with P_S >= 0.5 / |T|
 OBJ_KL = 2  # KL(P_T || P_S) (Sec. 4.3.4)
 
-#: Neurons per block of the scoring kernel: their tables (K x (q + 1) float64 each) stay in
-#: the core's cache while every candidate group of a task is scored over them.
-SCORE_BLOCK = 64
+#: Side of the tiles (rows x neurons) in which :func:`_row_codes` transposes the codes.
+CODE_BLOCK = 64
+
+#: Largest K counted one-hot by the histogram pass (K compare-and-add passes over a row of
+#: uint8 codes); above it each value's counter is incremented on its own.
+ONE_HOT_SECTIONS = 32
 
 
 @nb.njit(inline="always")
 def _code(x: float, lo: float, scale: float, n_sections: int) -> Any:
-    k = np.int32((np.float64(x) - lo) * scale)
-    if k >= n_sections:
-        return n_sections - 1
+    # The position is capped at K - 1 before the conversion to an integer: the same code as
+    # capping after it, but without converting huge values (undefined in LLVM), and the
+    # capped loop is vectorised (min, then truncation, in float64 lanes). A NaN position
+    # (0 * inf, for a range too narrow for float64) fails the comparison and ends at 0.
+    v = (np.float64(x) - lo) * scale
+    if v > n_sections - 1:
+        v = np.float64(n_sections - 1)
+    k = np.int32(v)
     if k < 0:
         return 0
     return k
@@ -79,22 +87,79 @@ def _histogram_block(x: Any, lo: Any, scale: Any, n_sections: int, part: Any) ->
     n_tasks = part.shape[0]
     for t in nb.prange(n_tasks):
         start, stop = _bounds_jit(n_rows, n_tasks, t)
-        codes = np.empty(m, dtype=np.int32)
+        codes = np.empty(m, dtype=np.uint8)
         part_t = part[t]
-        for i in range(start, stop):
-            row = x[i]
-            for j in range(m):
-                codes[j] = _code(row[j], lo[j], scale[j], n_sections)
-            for j in range(m):
-                part_t[codes[j], j] += 1
+        if n_sections > ONE_HOT_SECTIONS:
+            for i in range(start, stop):
+                row = x[i]
+                for j in range(m):
+                    codes[j] = _code(row[j], lo[j], scale[j], n_sections)
+                for j in range(m):
+                    part_t[codes[j], j] += 1
+            continue
+        # One-hot counting in uint8 lanes: for every section k, acc[k] += (codes == k) over
+        # the row (vectorised, 32 columns per instruction), flushed into the int32 table
+        # every 255 rows before a counter can wrap.
+        acc = np.zeros((n_sections, m), dtype=np.uint8)
+        for r0 in range(start, stop, 255):
+            r1 = min(stop, r0 + 255)
+            for i in range(r0, r1):
+                row = x[i]
+                for j in range(m):
+                    codes[j] = _code(row[j], lo[j], scale[j], n_sections)
+                for k in range(n_sections):
+                    acc_k = acc[k]
+                    kk = np.uint8(k)
+                    for j in range(m):
+                        acc_k[j] += codes[j] == kk
+            for k in range(n_sections):
+                acc_k = acc[k]
+                part_k = part_t[k]
+                for j in range(m):
+                    part_k[j] += acc_k[j]
+                    acc_k[j] = 0
 
 
-def _row_codes(x: Any, rows: Any, lo: Any, scale: Any, n_sections: int, out: Any) -> None:
-    m = x.shape[1]
-    for r in nb.prange(rows.shape[0]):
-        row = x[rows[r]]
-        for j in range(m):
-            out[r, j] = _code(row[j], lo[j], scale[j], n_sections)
+def _row_codes(
+    x: Any, rows: Any, cols: Any, lo: Any, scale: Any, n_sections: int, out: Any
+) -> None:
+    # out (len(cols), len(rows)): one neuron's codes of all the rows are contiguous, as the
+    # scoring kernel reads them. Tasks take tiles of CODE_BLOCK rows; a tile's codes are
+    # computed row by row (vectorised along the row) into a small buffer, CODE_BLOCK
+    # neurons at a time, then stored transposed.
+    n_used = cols.shape[0]
+    n = rows.shape[0]
+    dense = n_used == x.shape[1]
+    n_tiles = (n + CODE_BLOCK - 1) // CODE_BLOCK
+    for t in nb.prange(n_tiles):
+        r0 = t * CODE_BLOCK
+        r1 = min(n, r0 + CODE_BLOCK)
+        buf = np.empty((CODE_BLOCK, CODE_BLOCK), dtype=np.uint8)
+        for b0 in range(0, n_used, CODE_BLOCK):
+            b1 = min(n_used, b0 + CODE_BLOCK)
+            for r in range(r0, r1):
+                row = x[rows[r]]
+                dst = buf[r - r0]
+                if dense:  # no constant neuron: contiguous, so vectorised
+                    for jj in range(b0, b1):
+                        dst[jj - b0] = _code(row[jj], lo[jj], scale[jj], n_sections)
+                else:
+                    for jj in range(b0, b1):
+                        j = cols[jj]
+                        dst[jj - b0] = _code(row[j], lo[j], scale[j], n_sections)
+            for jj in range(b0, b1):
+                o = out[jj]
+                for r in range(r0, r1):
+                    o[r] = buf[r - r0, jj - b0]
+
+
+def _count_rows(codes: Any, at: Any, counts: Any) -> None:
+    # counts[jj, codes[jj, at[i]]] += 1 for every listed row (codes as from _row_codes).
+    for jj in range(codes.shape[0]):
+        c = codes[jj]
+        cnt = counts[jj]
+        for i in range(at.shape[0]):
+            cnt[c[at[i]]] += 1
 
 
 @nb.njit(inline="always")
@@ -154,89 +219,110 @@ def _phi_table(
     return out
 
 
-@nb.njit(inline="always")
-def _cell(total: float, k: Any, d: Any, first: bool, ab: Any, n_sections: int) -> float:
-    kk = k if first else n_sections
-    total += ab[kk, d, 0]
-    total -= ab[kk, d, 1]
-    return total
-
-
-@nb.njit(inline="always")
-def _cell5(total: float, c0: Any, c1: Any, c2: Any, c3: Any, c4: Any, j: int, ab: Any) -> float:
-    n_sections = ab.shape[0] - 1
-    k0 = np.int64(c0[j])
-    k1 = np.int64(c1[j])
-    k2 = np.int64(c2[j])
-    k3 = np.int64(c3[j])
-    k4 = np.int64(c4[j])
-    e01 = k0 == k1
-    e02 = k0 == k2
-    e03 = k0 == k3
-    e04 = k0 == k4
-    e12 = k1 == k2
-    e13 = k1 == k3
-    e14 = k1 == k4
-    e23 = k2 == k3
-    e24 = k2 == k4
-    e34 = k3 == k4
-    total = _cell(total, k0, 1 + e01 + e02 + e03 + e04, True, ab, n_sections)
-    total = _cell(total, k1, 1 + e01 + e12 + e13 + e14, not e01, ab, n_sections)
-    total = _cell(total, k2, 1 + e02 + e12 + e23 + e24, not (e02 or e12), ab, n_sections)
-    total = _cell(total, k3, 1 + e03 + e13 + e23 + e34, not (e03 or e13 or e23), ab, n_sections)
-    first4 = not (e04 or e14 or e24 or e34)
-    return _cell(total, k4, 1 + e04 + e14 + e24 + e34, first4, ab, n_sections)
-
-
-def _score_codes(codes: Any, pos: Any, cols: Any, phi: Any, block: int, n_tasks: int) -> Any:
+def _score_codes(codes: Any, n_groups: int, phi: Any, n_tasks: int) -> Any:
     """Change in the summed objective when each candidate group is added to T.
 
-    ``codes`` holds the section codes of the candidate rows (all columns), ``pos`` (l, q) the
-    groups as row positions in ``codes``; ``phi`` is :func:`_phi_table`'s. Only the cells a
-    group touches change, so a group costs O(q m) whatever N and K: a cell reached by one
-    row of the group adds phi(c + 1) - phi(c), one reached by d > 1 rows adds phi(c + d) and
-    subtracts phi(c).
+    ``codes`` (n, q l) holds the section codes of the candidates for the n non-constant
+    neurons (:func:`_row_codes`), row r of group g at column r l + g; ``phi`` is
+    :func:`_phi_table`'s. Only the cells a group touches change, so a group costs O(q n)
+    whatever N and K: a cell reached by one row of the group adds phi(c + 1) - phi(c), one
+    reached by d > 1 rows adds phi(c + d) and subtracts phi(c).
 
     Each group's sum runs over neurons in order and, per neuron, over its rows in order,
-    whatever the number of threads (tasks split the groups). Neurons are taken in blocks of
-    ``block`` so that their tables and the candidates' codes stay in the core's cache while
-    every group of the task is scored over them; q = 5 (the paper's) is written out.
+    whatever the number of threads (tasks split the groups), always adding the table's two
+    entries (zero where nothing changes), so the sums are the same bit for bit on any
+    machine. The neurons are the outer loop, one neuron at a time for all the task's
+    groups: first the table index of every (group, row) (no branch; vectorised over the
+    groups, whose codes are contiguous), then the sums, which are independent from group
+    to group so the processor overlaps them. q = 5 (the paper's) is written out.
     """
-    n_groups, q = pos.shape
-    m = cols.shape[0]
+    m, n_cand = codes.shape
+    q = n_cand // n_groups
     n_sections = phi.shape[1] - 1
+    width = (q + 1) * 2
+    kk = np.int32(n_sections)
+    flat = phi.reshape((m, (n_sections + 1) * width))
     out = np.zeros(n_groups, dtype=np.float64)
     for t in nb.prange(n_tasks):
         g0, g1 = _bounds_jit(n_groups, n_tasks, t)
-        ks = np.empty(q, dtype=np.int64)
-        for b0 in range(0, m, block):
-            b1 = min(m, b0 + block)
-            for g in range(g0, g1):
-                total = out[g]
-                if q == 5:
-                    c0 = codes[pos[g, 0]]
-                    c1 = codes[pos[g, 1]]
-                    c2 = codes[pos[g, 2]]
-                    c3 = codes[pos[g, 3]]
-                    c4 = codes[pos[g, 4]]
-                    for jj in range(b0, b1):
-                        total = _cell5(total, c0, c1, c2, c3, c4, cols[jj], phi[jj])
-                else:
-                    for jj in range(b0, b1):
-                        j = cols[jj]
-                        ab = phi[jj]
-                        for r in range(q):
-                            ks[r] = codes[pos[g, r], j]
-                        for r in range(q):
-                            k = ks[r]
-                            d = 0
-                            for r2 in range(q):
-                                d += ks[r2] == k
-                            first = True
-                            for r2 in range(r):
-                                first &= ks[r2] != k
-                            total = _cell(total, k, d, first, ab, n_sections)
-                out[g] = total
+        ng = g1 - g0
+        idx = np.empty((q, max(ng, 1)), dtype=np.int32)
+        acc = out[g0:g1]
+        for jj in range(m):
+            c = codes[jj]
+            ab = flat[jj]
+            if q == 5:
+                c0 = c[g0:g1]
+                c1 = c[n_groups + g0 : n_groups + g1]
+                c2 = c[2 * n_groups + g0 : 2 * n_groups + g1]
+                c3 = c[3 * n_groups + g0 : 3 * n_groups + g1]
+                c4 = c[4 * n_groups + g0 : 4 * n_groups + g1]
+                x0, x1, x2, x3, x4 = idx[0], idx[1], idx[2], idx[3], idx[4]
+                for gl in range(ng):
+                    # Row r's entry: its section, or K (the zero row) when an earlier row
+                    # of the group shares it; then d, the rows of the group sharing it.
+                    k0 = np.int32(c0[gl])
+                    k1 = np.int32(c1[gl])
+                    k2 = np.int32(c2[gl])
+                    k3 = np.int32(c3[gl])
+                    k4 = np.int32(c4[gl])
+                    e01 = np.int32(k0 == k1)
+                    e02 = np.int32(k0 == k2)
+                    e03 = np.int32(k0 == k3)
+                    e04 = np.int32(k0 == k4)
+                    e12 = np.int32(k1 == k2)
+                    e13 = np.int32(k1 == k3)
+                    e14 = np.int32(k1 == k4)
+                    e23 = np.int32(k2 == k3)
+                    e24 = np.int32(k2 == k4)
+                    e34 = np.int32(k3 == k4)
+                    f1 = 1 - e01
+                    f2 = (1 - e02) * (1 - e12)
+                    f3 = (1 - e03) * (1 - e13) * (1 - e23)
+                    f4 = (1 - e04) * (1 - e14) * (1 - e24) * (1 - e34)
+                    x0[gl] = (k0 * 6 + 1 + e01 + e02 + e03 + e04) * 2
+                    x1[gl] = ((k1 * f1 + kk * (1 - f1)) * 6 + 1 + e01 + e12 + e13 + e14) * 2
+                    x2[gl] = ((k2 * f2 + kk * (1 - f2)) * 6 + 1 + e02 + e12 + e23 + e24) * 2
+                    x3[gl] = ((k3 * f3 + kk * (1 - f3)) * 6 + 1 + e03 + e13 + e23 + e34) * 2
+                    x4[gl] = ((k4 * f4 + kk * (1 - f4)) * 6 + 1 + e04 + e14 + e24 + e34) * 2
+                for gl in range(ng):
+                    total = acc[gl]
+                    i = x0[gl]
+                    total += ab[i]
+                    total -= ab[i + 1]
+                    i = x1[gl]
+                    total += ab[i]
+                    total -= ab[i + 1]
+                    i = x2[gl]
+                    total += ab[i]
+                    total -= ab[i + 1]
+                    i = x3[gl]
+                    total += ab[i]
+                    total -= ab[i + 1]
+                    i = x4[gl]
+                    total += ab[i]
+                    total -= ab[i + 1]
+                    acc[gl] = total
+                continue
+            for gl in range(ng):
+                g = g0 + gl
+                for r in range(q):
+                    k = np.int32(c[r * n_groups + g])
+                    d = np.int32(0)
+                    first = np.int32(1)
+                    for r2 in range(q):
+                        same = np.int32(c[r2 * n_groups + g] == k)
+                        d += same
+                        if r2 < r:
+                            first *= 1 - same
+                    idx[r, gl] = (k * first + kk * (1 - first)) * width + d * 2
+            for gl in range(ng):
+                total = acc[gl]
+                for r in range(q):
+                    i = idx[r, gl]
+                    total += ab[i]
+                    total -= ab[i + 1]
+                acc[gl] = total
     return out
 
 
@@ -247,12 +333,16 @@ PARALLEL_WORK = 2_000_000
 _range = nb.njit(parallel=True, cache=True, nogil=True)(_range_block)
 _hist = nb.njit(parallel=True, cache=True, nogil=True)(_histogram_block)
 _codes = nb.njit(parallel=True, cache=True, nogil=True)(_row_codes)
+_count = nb.njit(cache=True, nogil=True)(_count_rows)
 _phis = nb.njit(parallel=True, cache=True, nogil=True)(_phi_table)
 _score = nb.njit(parallel=True, cache=True, nogil=True)(_score_codes)
 
 
+TASKS_PER_THREAD = 4
+
+
 def _threads_for(work: int) -> Any:
-    return threads_for(work, PARALLEL_WORK, tasks_per_thread=4)
+    return threads_for(work, PARALLEL_WORK, tasks_per_thread=TASKS_PER_THREAD)
 
 
 def n_tasks(n_rows: int, n_cols: int) -> int:
@@ -277,12 +367,19 @@ def histogram_pass(x: Any, lo: Any, scale: Any, n_sections: int, part: Any) -> N
         _hist(x, lo, scale, n_sections, part)
 
 
-def row_codes(x: Any, rows: Any, lo: Any, scale: Any, n_sections: int) -> Any:
-    """Section codes of the given rows of ``x`` over all its columns: (len(rows), m) uint8."""
-    out = np.empty((rows.shape[0], x.shape[1]), dtype=np.uint8)
+def row_codes(x: Any, rows: Any, cols: Any, lo: Any, scale: Any, n_sections: int) -> Any:
+    """Section codes of the given rows of ``x`` over the columns ``cols``, neuron by neuron:
+    (len(cols), len(rows)) uint8 (``lo`` and ``scale`` over all columns of ``x``)."""
+    out = np.empty((cols.shape[0], rows.shape[0]), dtype=np.uint8)
     with _threads_for(out.size):
-        _codes(x, rows, lo, scale, n_sections, out)
+        _codes(x, rows, cols, lo, scale, n_sections, out)
     return out
+
+
+def count_rows(codes: Any, at: Any, counts: Any) -> None:
+    """Add the rows at positions ``at`` of ``codes`` (as from :func:`row_codes`) to the
+    (n, K) int64 ``counts``."""
+    _count(codes, at, counts)
 
 
 def phi_table(counts: Any, *args: Any) -> Any:
@@ -291,7 +388,10 @@ def phi_table(counts: Any, *args: Any) -> Any:
         return _phis(counts, *args)
 
 
-def score_codes(codes: Any, pos: Any, cols: Any, phi: Any) -> Any:
-    """Change in the summed objective for each candidate group; see ``_score_codes``."""
-    with _threads_for(pos.size * cols.shape[0]) as tasks:
-        return _score(codes, pos, cols, phi, SCORE_BLOCK, max(1, min(pos.shape[0], tasks)))
+def score_codes(codes: Any, n_groups: int, phi: Any) -> Any:
+    """Change in the summed objective for each candidate group; see ``_score_codes``.
+
+    One task per thread: every task reads every neuron's table once."""
+    with _threads_for(codes.size) as tasks:
+        threads = max(1, tasks // TASKS_PER_THREAD)
+        return _score(codes, n_groups, phi, max(1, min(n_groups, threads)))

@@ -289,22 +289,22 @@ class CESState:
     def n_neurons(self) -> int:
         return int(self.cols.size)
 
-    def _all_codes(self, rows: NDArray[np.int64]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
-        """Codes over all columns of the given distinct sorted rows, and their positions."""
-        source, at = self.pile.take(rows)
-        codes = kern.row_codes(source, at, self._lo_all, self._scale_all, self.n_sections)
-        return codes, np.arange(rows.size, dtype=np.int64)
+    def _candidate_codes(self, rows: NDArray[np.int64]) -> NDArray[np.uint8]:
+        """Codes (n_neurons, len(rows)) of the given rows (any order, repeats allowed),
+        neuron by neuron; the pile is read once per distinct row."""
+        uniq, inverse = np.unique(rows, return_inverse=True)
+        source, at = self.pile.take(uniq)
+        at = np.ascontiguousarray(at[inverse.reshape(-1)])
+        return kern.row_codes(source, at, self.cols, self._lo_all, self._scale_all, self.n_sections)
 
     def codes(self, rows: NDArray[np.int64]) -> NDArray[np.uint8]:
         """Section codes (len(rows), m) of the given rows over the non-constant neurons."""
-        rows = np.asarray(rows, dtype=np.int64)
-        uniq, inverse = np.unique(rows, return_inverse=True)
-        codes, _ = self._all_codes(uniq)
-        return np.ascontiguousarray(codes[inverse.reshape(-1)][:, self.cols])
+        return np.ascontiguousarray(self._candidate_codes(np.asarray(rows, dtype=np.int64)).T)
 
     def add(self, rows: NDArray[np.int64]) -> None:
-        codes = self.codes(np.asarray(rows, dtype=np.int64))
-        np.add.at(self.counts, (np.broadcast_to(np.arange(self.n_neurons), codes.shape), codes), 1)
+        rows = np.asarray(rows, dtype=np.int64)
+        at = np.arange(rows.size, dtype=np.int64)
+        kern.count_rows(self._candidate_codes(rows), at, self.counts)
         self.size += len(rows)
 
     def _tables(self, size: int) -> tuple[NDArray[np.float64], ...]:
@@ -345,9 +345,8 @@ class CESState:
         size = self.size + q
         tab_log, tab_plogp, tab_p = self._tables(size)
         base = self._cell_sum(self.counts, size)
-        uniq, inverse = np.unique(groups, return_inverse=True)
-        codes, at = self._all_codes(uniq)
-        pos = np.ascontiguousarray(at[inverse.reshape(groups.shape)])
+        # Row r of group g at r l + g: one row's codes of all groups are contiguous.
+        codes = self._candidate_codes(np.ascontiguousarray(groups.T).reshape(-1))
         phi = kern.phi_table(
             self.counts,
             self.p_s,
@@ -359,7 +358,7 @@ class CESState:
             0.5 / size,
             q,
         )
-        delta = kern.score_codes(codes, pos, self.cols, phi)
+        delta = kern.score_codes(codes, groups.shape[0], phi)
         return (base + delta) / self.n_neurons
 
 
