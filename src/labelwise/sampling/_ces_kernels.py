@@ -120,37 +120,88 @@ def _histogram_block(x: Any, lo: Any, scale: Any, n_sections: int, part: Any) ->
                     acc_k[j] = 0
 
 
+@nb.njit(inline="always")
+def _swap(a: Any, b: Any, shift: Any, mask: Any) -> tuple[Any, Any]:
+    # Exchange the bytes of a selected by mask << shift with the bytes of b selected by mask.
+    t = ((a >> shift) ^ b) & mask
+    return a ^ (t << shift), b ^ t
+
+
 def _row_codes(
     x: Any, rows: Any, cols: Any, lo: Any, scale: Any, n_sections: int, out: Any
 ) -> None:
-    # out (len(cols), len(rows)): one neuron's codes of all the rows are contiguous, as the
-    # scoring kernel reads them. Tasks take tiles of CODE_BLOCK rows; a tile's codes are
-    # computed row by row (vectorised along the row) into a small buffer, CODE_BLOCK
-    # neurons at a time, then stored transposed.
+    # out (len(cols), >= len(rows), a multiple of 8): one neuron's codes of all the rows
+    # are contiguous, as the scoring kernel reads them. Tasks take tiles of CODE_BLOCK rows;
+    # a tile's codes are computed row by row (each row read in order, vectorised) into a
+    # buffer, then transposed 8 x 8 bytes at a time in 64-bit words (three rounds of masked
+    # exchanges), CODE_BLOCK neurons at a time, so every 64-byte line of ``out`` is
+    # written whole.
     n_used = cols.shape[0]
     n = rows.shape[0]
     dense = n_used == x.shape[1]
+    out64 = out.view(np.uint64)
+    m4 = np.uint64(0x00000000FFFFFFFF)
+    m2 = np.uint64(0x0000FFFF0000FFFF)
+    m1 = np.uint64(0x00FF00FF00FF00FF)
+    s4 = np.uint64(32)
+    s2 = np.uint64(16)
+    s1 = np.uint64(8)
     n_tiles = (n + CODE_BLOCK - 1) // CODE_BLOCK
+    width = -(-n_used // 8) * 8
     for t in nb.prange(n_tiles):
         r0 = t * CODE_BLOCK
         r1 = min(n, r0 + CODE_BLOCK)
-        buf = np.empty((CODE_BLOCK, CODE_BLOCK), dtype=np.uint8)
+        buf = np.zeros((CODE_BLOCK, width), dtype=np.uint8)  # rows past r1 stay 0
+        buf64 = buf.view(np.uint64)
+        for r in range(r0, r1):
+            row = x[rows[r]]
+            dst = buf[r - r0]
+            if dense:  # no constant neuron: contiguous, so vectorised
+                for jj in range(n_used):
+                    dst[jj] = _code(row[jj], lo[jj], scale[jj], n_sections)
+            else:
+                for jj in range(n_used):
+                    j = cols[jj]
+                    dst[jj] = _code(row[j], lo[j], scale[j], n_sections)
         for b0 in range(0, n_used, CODE_BLOCK):
             b1 = min(n_used, b0 + CODE_BLOCK)
-            for r in range(r0, r1):
-                row = x[rows[r]]
-                dst = buf[r - r0]
-                if dense:  # no constant neuron: contiguous, so vectorised
-                    for jj in range(b0, b1):
-                        dst[jj - b0] = _code(row[jj], lo[jj], scale[jj], n_sections)
-                else:
-                    for jj in range(b0, b1):
-                        j = cols[jj]
-                        dst[jj - b0] = _code(row[j], lo[j], scale[j], n_sections)
-            for jj in range(b0, b1):
-                o = out[jj]
-                for r in range(r0, r1):
-                    o[r] = buf[r - r0, jj - b0]
+            for rb in range((r1 - r0 + 7) // 8):
+                w = r0 // 8 + rb
+                for cb in range(b0 // 8, (b1 + 7) // 8):
+                    a0 = buf64[rb * 8, cb]
+                    a1 = buf64[rb * 8 + 1, cb]
+                    a2 = buf64[rb * 8 + 2, cb]
+                    a3 = buf64[rb * 8 + 3, cb]
+                    a4 = buf64[rb * 8 + 4, cb]
+                    a5 = buf64[rb * 8 + 5, cb]
+                    a6 = buf64[rb * 8 + 6, cb]
+                    a7 = buf64[rb * 8 + 7, cb]
+                    a0, a4 = _swap(a0, a4, s4, m4)
+                    a1, a5 = _swap(a1, a5, s4, m4)
+                    a2, a6 = _swap(a2, a6, s4, m4)
+                    a3, a7 = _swap(a3, a7, s4, m4)
+                    a0, a2 = _swap(a0, a2, s2, m2)
+                    a1, a3 = _swap(a1, a3, s2, m2)
+                    a4, a6 = _swap(a4, a6, s2, m2)
+                    a5, a7 = _swap(a5, a7, s2, m2)
+                    a0, a1 = _swap(a0, a1, s1, m1)
+                    a2, a3 = _swap(a2, a3, s1, m1)
+                    a4, a5 = _swap(a4, a5, s1, m1)
+                    a6, a7 = _swap(a6, a7, s1, m1)
+                    jj = cb * 8
+                    if jj + 8 <= b1:
+                        out64[jj, w] = a0
+                        out64[jj + 1, w] = a1
+                        out64[jj + 2, w] = a2
+                        out64[jj + 3, w] = a3
+                        out64[jj + 4, w] = a4
+                        out64[jj + 5, w] = a5
+                        out64[jj + 6, w] = a6
+                        out64[jj + 7, w] = a7
+                        continue
+                    words = (a0, a1, a2, a3, a4, a5, a6, a7)
+                    for k in range(b1 - jj):
+                        out64[jj + k, w] = words[k]
 
 
 def _count_rows(codes: Any, at: Any, counts: Any) -> None:
@@ -219,10 +270,10 @@ def _phi_table(
     return out
 
 
-def _score_codes(codes: Any, n_groups: int, phi: Any, n_tasks: int) -> Any:
+def _score_codes(codes: Any, n_groups: int, q: int, phi: Any, n_tasks: int) -> Any:
     """Change in the summed objective when each candidate group is added to T.
 
-    ``codes`` (n, q l) holds the section codes of the candidates for the n non-constant
+    ``codes`` (n, >= q l) holds the section codes of the candidates for the n non-constant
     neurons (:func:`_row_codes`), row r of group g at column r l + g; ``phi`` is
     :func:`_phi_table`'s. Only the cells a group touches change, so a group costs O(q n)
     whatever N and K: a cell reached by one row of the group adds phi(c + 1) - phi(c), one
@@ -236,8 +287,7 @@ def _score_codes(codes: Any, n_groups: int, phi: Any, n_tasks: int) -> Any:
     groups, whose codes are contiguous), then the sums, which are independent from group
     to group so the processor overlaps them. q = 5 (the paper's) is written out.
     """
-    m, n_cand = codes.shape
-    q = n_cand // n_groups
+    m = codes.shape[0]
     n_sections = phi.shape[1] - 1
     width = (q + 1) * 2
     kk = np.int32(n_sections)
@@ -369,8 +419,10 @@ def histogram_pass(x: Any, lo: Any, scale: Any, n_sections: int, part: Any) -> N
 
 def row_codes(x: Any, rows: Any, cols: Any, lo: Any, scale: Any, n_sections: int) -> Any:
     """Section codes of the given rows of ``x`` over the columns ``cols``, neuron by neuron:
-    (len(cols), len(rows)) uint8 (``lo`` and ``scale`` over all columns of ``x``)."""
-    out = np.empty((cols.shape[0], rows.shape[0]), dtype=np.uint8)
+    (len(cols), len(rows) rounded up to a multiple of 8) uint8, C order, the padding
+    columns undefined (``lo`` and ``scale`` over all columns of ``x``)."""
+    n = rows.shape[0]
+    out = np.empty((cols.shape[0], -(-n // 8) * 8), dtype=np.uint8)
     with _threads_for(out.size):
         _codes(x, rows, cols, lo, scale, n_sections, out)
     return out
@@ -388,10 +440,10 @@ def phi_table(counts: Any, *args: Any) -> Any:
         return _phis(counts, *args)
 
 
-def score_codes(codes: Any, n_groups: int, phi: Any) -> Any:
+def score_codes(codes: Any, n_groups: int, q: int, phi: Any) -> Any:
     """Change in the summed objective for each candidate group; see ``_score_codes``.
 
     One task per thread: every task reads every neuron's table once."""
     with _threads_for(codes.size) as tasks:
         threads = max(1, tasks // TASKS_PER_THREAD)
-        return _score(codes, n_groups, phi, max(1, min(n_groups, threads)))
+        return _score(codes, n_groups, q, phi, max(1, min(n_groups, threads)))

@@ -290,8 +290,9 @@ class CESState:
         return int(self.cols.size)
 
     def _candidate_codes(self, rows: NDArray[np.int64]) -> NDArray[np.uint8]:
-        """Codes (n_neurons, len(rows)) of the given rows (any order, repeats allowed),
-        neuron by neuron; the pile is read once per distinct row."""
+        """Codes (n_neurons, >= len(rows)) of the given rows (any order, repeats allowed),
+        neuron by neuron (padded, see :func:`_ces_kernels.row_codes`); the pile is read
+        once per distinct row."""
         uniq, inverse = np.unique(rows, return_inverse=True)
         source, at = self.pile.take(uniq)
         at = np.ascontiguousarray(at[inverse.reshape(-1)])
@@ -299,7 +300,8 @@ class CESState:
 
     def codes(self, rows: NDArray[np.int64]) -> NDArray[np.uint8]:
         """Section codes (len(rows), m) of the given rows over the non-constant neurons."""
-        return np.ascontiguousarray(self._candidate_codes(np.asarray(rows, dtype=np.int64)).T)
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        return np.ascontiguousarray(self._candidate_codes(rows)[:, : rows.size].T)
 
     def add(self, rows: NDArray[np.int64]) -> None:
         rows = np.asarray(rows, dtype=np.int64)
@@ -358,7 +360,7 @@ class CESState:
             0.5 / size,
             q,
         )
-        delta = kern.score_codes(codes, groups.shape[0], phi)
+        delta = kern.score_codes(codes, groups.shape[0], q, phi)
         return (base + delta) / self.n_neurons
 
 
