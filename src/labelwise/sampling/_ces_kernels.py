@@ -253,20 +253,26 @@ def _phi_table(
     share a section there, so every row costs the same two additions and no branch.
     """
     m, n_sections = counts.shape
-    out = np.zeros((m, n_sections + 1, q + 1, 2), dtype=np.float64)
+    # Written entry by entry (no zero-filling pass over the whole table first).
+    out = np.empty((m, n_sections + 1, q + 1, 2), dtype=np.float64)
     for jj in nb.prange(m):
+        o = out[jj]
         for k in range(n_sections):
             c = counts[jj, k]
             ps = p_s[jj, k]
             lps = log_p_s[jj, k]
             p0 = _phi(objective, c, ps, lps, tab_log, tab_plogp, tab_p, threshold)
-            for d in range(1, q + 1):
-                pd = _phi(objective, c + d, ps, lps, tab_log, tab_plogp, tab_p, threshold)
-                if d == 1:
-                    out[jj, k, d, 0] = pd - p0
-                else:
-                    out[jj, k, d, 0] = pd
-                    out[jj, k, d, 1] = p0
+            o[k, 0, 0] = 0.0
+            o[k, 0, 1] = 0.0
+            pd = _phi(objective, c + 1, ps, lps, tab_log, tab_plogp, tab_p, threshold)
+            o[k, 1, 0] = pd - p0
+            o[k, 1, 1] = 0.0
+            for d in range(2, q + 1):
+                o[k, d, 0] = _phi(objective, c + d, ps, lps, tab_log, tab_plogp, tab_p, threshold)
+                o[k, d, 1] = p0
+        for d in range(q + 1):
+            o[n_sections, d, 0] = 0.0
+            o[n_sections, d, 1] = 0.0
     return out
 
 
