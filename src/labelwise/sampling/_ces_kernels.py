@@ -97,21 +97,30 @@ def _histogram_block(x: Any, lo: Any, scale: Any, n_sections: int, part: Any) ->
                 for j in range(m):
                     part_t[codes[j], j] += 1
             continue
-        # One-hot counting in uint8 lanes: for every section k, acc[k] += (codes == k) over
-        # the row (vectorised, 32 columns per instruction), flushed into the int32 table
-        # every 255 rows before a counter can wrap.
+        # One-hot counting in uint8 lanes: the codes of four rows at a time, then for every
+        # section k, acc[k] += (codes0 == k) + ... + (codes3 == k) along the row
+        # (vectorised, 32 columns per instruction; four rows per load and store of acc),
+        # flushed into the int32 table every 252 rows before a counter can wrap. Missing
+        # rows of the last four are code 255, which no section has.
         acc = np.zeros((n_sections, m), dtype=np.uint8)
-        for r0 in range(start, stop, 255):
-            r1 = min(stop, r0 + 255)
-            for i in range(r0, r1):
-                row = x[i]
-                for j in range(m):
-                    codes[j] = _code(row[j], lo[j], scale[j], n_sections)
+        quad = np.empty((4, m), dtype=np.uint8)
+        c0, c1, c2, c3 = quad[0], quad[1], quad[2], quad[3]
+        for r0 in range(start, stop, 252):
+            r1 = min(stop, r0 + 252)
+            for i in range(r0, r1, 4):
+                for u in range(4):
+                    cu = quad[u]
+                    if i + u < r1:
+                        row = x[i + u]
+                        for j in range(m):
+                            cu[j] = _code(row[j], lo[j], scale[j], n_sections)
+                    else:
+                        cu[:] = 255
                 for k in range(n_sections):
                     acc_k = acc[k]
                     kk = np.uint8(k)
                     for j in range(m):
-                        acc_k[j] += codes[j] == kk
+                        acc_k[j] += (c0[j] == kk) + (c1[j] == kk) + (c2[j] == kk) + (c3[j] == kk)
             for k in range(n_sections):
                 acc_k = acc[k]
                 part_k = part_t[k]
