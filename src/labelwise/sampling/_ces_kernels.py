@@ -13,9 +13,15 @@ gives the same result as one call on the whole array:
   per-column NaN/infinity flag (``v - v`` is 0 for finite values and NaN otherwise). No
   branch depends on the data, so the loop is vectorised; the first bad row is located only
   when a flag is set.
-- :func:`histogram_pass`: the codes of one row are computed into a small buffer (vectorised),
-  then counted into a per-task (K, m) int32 table (a ReLU layer's zeros share section 0, so
-  the counters of one row are mostly contiguous).
+- :func:`histogram_pass`: the codes of four rows are computed into a small buffer
+  (vectorised), then counted one-hot into per-task uint8 counters, K compare-and-add passes
+  along the rows, flushed into a per-task (K, m) int32 table every 252 rows (K <= 32; a
+  larger K increments one counter per value).
+
+Each step of Algorithm 1 then needs only the codes of its l q candidate rows
+(:func:`row_codes`, stored neuron by neuron), a per-step table of cell terms
+(:func:`phi_table`) and the scoring kernel (:func:`score_codes`), which adds the terms of
+every group in a fixed order, so the scores do not depend on the number of threads.
 """
 
 from __future__ import annotations

@@ -19,10 +19,12 @@ global range): per-column bounds with the NaN/infinity check, then the section h
 (numba, threads over row ranges with task-local accumulators). A NumPy array or memory-mapped
 ``.npy`` is read in place; zarr, dask and other sliceable arrays block by block
 (``np.asarray(x[a:b])``). T's per-neuron section counts are kept incrementally; each step
-reads the distinct candidate rows once, computes their section codes once, tabulates the
-count-dependent cell terms, and scores a group by the change of only the (neuron, section)
-cells it touches, so a step costs O(l q m), independent of N and K, and allocates nothing
-proportional to N (free rows are mapped from positions through the sorted chosen rows).
+reads the distinct candidate rows once, computes the section codes of the l q (group, row)
+pairs, neuron by neuron, tabulates the count-dependent cell terms, and scores a group by the
+change of only the (neuron, section) cells it touches, so a step costs O(l q m), independent
+of N and K, and allocates nothing proportional to N (free rows are mapped from positions
+through the sorted chosen rows). No pass or step keeps codes of the whole pile, so a
+memory-mapped pile needs memory only for its blocks and the (K, m) tables.
 """
 
 from __future__ import annotations
@@ -339,9 +341,10 @@ class CESState:
     def score_groups(self, groups: NDArray[np.int64]) -> NDArray[np.float64]:
         """Objective of T ∪ Q for every candidate group Q (rows of ``groups``).
 
-        The candidate rows are read once (one sorted gather), their section codes computed
-        once, and the cell terms phi(c + d) tabulated once per step; the working set is
-        O(l q m + m K q), independent of N.
+        The candidate rows are read once (one sorted gather), the codes of every (group,
+        row) pair computed neuron by neuron, and the cell terms phi(c + d) tabulated once
+        per step; the working set is O(l q m + m K q), independent of N. The scores are the
+        same floats whatever the number of threads (see ``_ces_kernels._score_codes``).
         """
         q = groups.shape[1]
         size = self.size + q
