@@ -291,6 +291,21 @@ def _phi_table(
     return out
 
 
+@nb.njit(inline="always")
+def _add4(t0: float, t1: float, t2: float, t3: float, x: Any, gl: int, ab: Any) -> Any:
+    # One row's two table entries added to the sums of groups gl .. gl + 3.
+    i0, i1, i2, i3 = x[gl], x[gl + 1], x[gl + 2], x[gl + 3]
+    t0 += ab[i0]
+    t1 += ab[i1]
+    t2 += ab[i2]
+    t3 += ab[i3]
+    t0 -= ab[i0 + 1]
+    t1 -= ab[i1 + 1]
+    t2 -= ab[i2 + 1]
+    t3 -= ab[i3 + 1]
+    return t0, t1, t2, t3
+
+
 def _score_codes(codes: Any, n_groups: int, q: int, phi: Any, n_tasks: int) -> Any:
     """Change in the summed objective when each candidate group is added to T.
 
@@ -356,23 +371,23 @@ def _score_codes(codes: Any, n_groups: int, q: int, phi: Any, n_tasks: int) -> A
                     x2[gl] = ((k2 * f2 + kk * (1 - f2)) * 6 + 1 + e02 + e12 + e23 + e24) * 2
                     x3[gl] = ((k3 * f3 + kk * (1 - f3)) * 6 + 1 + e03 + e13 + e23 + e34) * 2
                     x4[gl] = ((k4 * f4 + kk * (1 - f4)) * 6 + 1 + e04 + e14 + e24 + e34) * 2
-                for gl in range(ng):
+                # Four groups at a time, their additions interleaved, so that four
+                # independent sums are in flight (each in its own order, as above).
+                n4 = ng - ng % 4
+                for gl in range(0, n4, 4):
+                    t0, t1, t2, t3 = acc[gl], acc[gl + 1], acc[gl + 2], acc[gl + 3]
+                    t0, t1, t2, t3 = _add4(t0, t1, t2, t3, x0, gl, ab)
+                    t0, t1, t2, t3 = _add4(t0, t1, t2, t3, x1, gl, ab)
+                    t0, t1, t2, t3 = _add4(t0, t1, t2, t3, x2, gl, ab)
+                    t0, t1, t2, t3 = _add4(t0, t1, t2, t3, x3, gl, ab)
+                    t0, t1, t2, t3 = _add4(t0, t1, t2, t3, x4, gl, ab)
+                    acc[gl], acc[gl + 1], acc[gl + 2], acc[gl + 3] = t0, t1, t2, t3
+                for gl in range(n4, ng):
                     total = acc[gl]
-                    i = x0[gl]
-                    total += ab[i]
-                    total -= ab[i + 1]
-                    i = x1[gl]
-                    total += ab[i]
-                    total -= ab[i + 1]
-                    i = x2[gl]
-                    total += ab[i]
-                    total -= ab[i + 1]
-                    i = x3[gl]
-                    total += ab[i]
-                    total -= ab[i + 1]
-                    i = x4[gl]
-                    total += ab[i]
-                    total -= ab[i + 1]
+                    for x in (x0, x1, x2, x3, x4):
+                        i = x[gl]
+                        total += ab[i]
+                        total -= ab[i + 1]
                     acc[gl] = total
                 continue
             for gl in range(ng):
