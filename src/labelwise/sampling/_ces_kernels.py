@@ -259,6 +259,7 @@ def _phi_table(
     tab_p: Any,
     threshold: float,
     q: int,
+    cells: Any,
 ) -> Any:
     """What a cell adds and then subtracts when d rows of a group fall in it.
 
@@ -266,6 +267,7 @@ def _phi_table(
     ``out[jj, k, d, 1]`` is 0 for d = 1 and phi(c) for d > 1 (c the count of T). Row K of
     every neuron is zero: the scoring kernel sends the second and later rows of a group that
     share a section there, so every row costs the same two additions and no branch.
+    ``cells[jj, k]`` receives phi(c) itself (the same floats as ``CESState._cells``).
     """
     m, n_sections = counts.shape
     # Written entry by entry (no zero-filling pass over the whole table first).
@@ -277,6 +279,7 @@ def _phi_table(
             ps = p_s[jj, k]
             lps = log_p_s[jj, k]
             p0 = _phi(objective, c, ps, lps, tab_log, tab_plogp, tab_p, threshold)
+            cells[jj, k] = p0
             o[k, 0, 0] = 0.0
             o[k, 0, 1] = 0.0
             pd = _phi(objective, c + 1, ps, lps, tab_log, tab_plogp, tab_p, threshold)
@@ -470,10 +473,13 @@ def count_rows(codes: Any, at: Any, counts: Any) -> None:
     _count(codes, at, counts)
 
 
-def phi_table(counts: Any, *args: Any) -> Any:
-    """Per-step cell tables for the scoring kernel: (m, K + 1, q + 1, 2); see ``_phi_table``."""
+def phi_table(counts: Any, *args: Any) -> tuple[Any, Any]:
+    """Per-step cell tables for the scoring kernel, (m, K + 1, q + 1, 2), and the (m, K)
+    cell terms phi(c) of T's counts; see ``_phi_table``."""
+    cells = np.empty(counts.shape, dtype=np.float64)
+    call = (counts, *args, cells)
     with _threads_for(counts.size * 8):
-        return _phis(counts, *args)
+        return _phis(*call), cells
 
 
 def score_codes(codes: Any, n_groups: int, q: int, phi: Any) -> Any:

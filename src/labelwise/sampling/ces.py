@@ -295,9 +295,12 @@ class CESState:
         """Codes (n_neurons, >= len(rows)) of the given rows (any order, repeats allowed),
         neuron by neuron (padded, see :func:`_ces_kernels.row_codes`); the pile is read
         once per distinct row."""
-        uniq, inverse = np.unique(rows, return_inverse=True)
-        source, at = self.pile.take(uniq)
-        at = np.ascontiguousarray(at[inverse.reshape(-1)])
+        if self.pile.whole is not None:
+            source, at = self.pile.whole, np.ascontiguousarray(rows, dtype=np.int64)
+        else:
+            uniq, inverse = np.unique(rows, return_inverse=True)
+            source, at = self.pile.take(uniq)
+            at = np.ascontiguousarray(at[inverse.reshape(-1)])
         return kern.row_codes(source, at, self.cols, self._lo_all, self._scale_all, self.n_sections)
 
     def codes(self, rows: NDArray[np.int64]) -> NDArray[np.uint8]:
@@ -349,10 +352,9 @@ class CESState:
         q = groups.shape[1]
         size = self.size + q
         tab_log, tab_plogp, tab_p = self._tables(size)
-        base = self._cell_sum(self.counts, size)
         # Row r of group g at r l + g: one row's codes of all groups are contiguous.
         codes = self._candidate_codes(np.ascontiguousarray(groups.T).reshape(-1))
-        phi = kern.phi_table(
+        phi, cells = kern.phi_table(
             self.counts,
             self.p_s,
             self.log_p_s,
@@ -363,6 +365,7 @@ class CESState:
             0.5 / size,
             q,
         )
+        base = float(cells.sum())  # = self._cell_sum(self.counts, size), the same floats
         delta = kern.score_codes(codes, groups.shape[0], q, phi)
         return (base + delta) / self.n_neurons
 
