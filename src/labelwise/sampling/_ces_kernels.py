@@ -330,6 +330,8 @@ def _score_codes(codes: Any, n_groups: int, q: int, phi: Any, n_tasks: int) -> A
     n_sections = phi.shape[1] - 1
     width = (q + 1) * 2
     kk = np.int32(n_sections)
+    kf = np.float32(n_sections)
+    one, two, six = np.float32(1), np.float32(2), np.float32(6)
     flat = phi.reshape((m, (n_sections + 1) * width))
     out = np.zeros(n_groups, dtype=np.float64)
     for t in nb.prange(n_tasks):
@@ -350,30 +352,32 @@ def _score_codes(codes: Any, n_groups: int, q: int, phi: Any, n_tasks: int) -> A
                 for gl in range(ng):
                     # Row r's entry: its section, or K (the zero row) when an earlier row
                     # of the group shares it; then d, the rows of the group sharing it.
-                    k0 = np.int32(c0[gl])
-                    k1 = np.int32(c1[gl])
-                    k2 = np.int32(c2[gl])
-                    k3 = np.int32(c3[gl])
-                    k4 = np.int32(c4[gl])
-                    e01 = np.int32(k0 == k1)
-                    e02 = np.int32(k0 == k2)
-                    e03 = np.int32(k0 == k3)
-                    e04 = np.int32(k0 == k4)
-                    e12 = np.int32(k1 == k2)
-                    e13 = np.int32(k1 == k3)
-                    e14 = np.int32(k1 == k4)
-                    e23 = np.int32(k2 == k3)
-                    e24 = np.int32(k2 == k4)
-                    e34 = np.int32(k3 == k4)
-                    f1 = 1 - e01
-                    f2 = (1 - e02) * (1 - e12)
-                    f3 = (1 - e03) * (1 - e13) * (1 - e23)
-                    f4 = (1 - e04) * (1 - e14) * (1 - e24) * (1 - e34)
-                    x0[gl] = (k0 * 6 + 1 + e01 + e02 + e03 + e04) * 2
-                    x1[gl] = ((k1 * f1 + kk * (1 - f1)) * 6 + 1 + e01 + e12 + e13 + e14) * 2
-                    x2[gl] = ((k2 * f2 + kk * (1 - f2)) * 6 + 1 + e02 + e12 + e23 + e24) * 2
-                    x3[gl] = ((k3 * f3 + kk * (1 - f3)) * 6 + 1 + e03 + e13 + e23 + e34) * 2
-                    x4[gl] = ((k4 * f4 + kk * (1 - f4)) * 6 + 1 + e04 + e14 + e24 + e34) * 2
+                    # In float32 (small integers, exact) as numba widens integer
+                    # arithmetic to int64: 8 groups per vector instruction instead of 4.
+                    k0 = np.float32(c0[gl])
+                    k1 = np.float32(c1[gl])
+                    k2 = np.float32(c2[gl])
+                    k3 = np.float32(c3[gl])
+                    k4 = np.float32(c4[gl])
+                    e01 = np.float32(k0 == k1)
+                    e02 = np.float32(k0 == k2)
+                    e03 = np.float32(k0 == k3)
+                    e04 = np.float32(k0 == k4)
+                    e12 = np.float32(k1 == k2)
+                    e13 = np.float32(k1 == k3)
+                    e14 = np.float32(k1 == k4)
+                    e23 = np.float32(k2 == k3)
+                    e24 = np.float32(k2 == k4)
+                    e34 = np.float32(k3 == k4)
+                    s1 = kf if e01 > 0 else k1
+                    s2 = kf if e02 + e12 > 0 else k2
+                    s3 = kf if e03 + e13 + e23 > 0 else k3
+                    s4 = kf if e04 + e14 + e24 + e34 > 0 else k4
+                    x0[gl] = np.int32((k0 * six + (one + e01 + e02 + e03 + e04)) * two)
+                    x1[gl] = np.int32((s1 * six + (one + e01 + e12 + e13 + e14)) * two)
+                    x2[gl] = np.int32((s2 * six + (one + e02 + e12 + e23 + e24)) * two)
+                    x3[gl] = np.int32((s3 * six + (one + e03 + e13 + e23 + e34)) * two)
+                    x4[gl] = np.int32((s4 * six + (one + e04 + e14 + e24 + e34)) * two)
                 # Four groups at a time, their additions interleaved, so that four
                 # independent sums are in flight (each in its own order, as above).
                 n4 = ng - ng % 4
