@@ -19,10 +19,12 @@ global range): per-column bounds with the NaN/infinity check, then the section h
 (numba, threads over row ranges with task-local accumulators). A NumPy array or memory-mapped
 ``.npy`` is read in place; zarr, dask and other sliceable arrays block by block
 (``np.asarray(x[a:b])``). T's per-neuron section counts are kept incrementally; each step
-reads the distinct candidate rows once, computes their section codes once, tabulates the
-count-dependent cell terms, and scores a group by the change of only the (neuron, section)
-cells it touches, so a step costs O(l q m), independent of N and K, and allocates nothing
-proportional to N (free rows are mapped from positions through the sorted chosen rows).
+reads the distinct candidate rows once, computes the section codes of the l q (group, row)
+pairs, neuron by neuron, tabulates the count-dependent cell terms, and scores a group by the
+change of only the (neuron, section) cells it touches, so a step costs O(l q m), independent
+of N and K, and allocates nothing proportional to N (free rows are mapped from positions
+through the sorted chosen rows). No pass or step keeps codes of the whole pile, so a
+memory-mapped pile needs memory only for its blocks and the (K, m) tables.
 """
 
 from __future__ import annotations
@@ -289,22 +291,27 @@ class CESState:
     def n_neurons(self) -> int:
         return int(self.cols.size)
 
-    def _all_codes(self, rows: NDArray[np.int64]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
-        """Codes over all columns of the given distinct sorted rows, and their positions."""
-        source, at = self.pile.take(rows)
-        codes = kern.row_codes(source, at, self._lo_all, self._scale_all, self.n_sections)
-        return codes, np.arange(rows.size, dtype=np.int64)
+    def _candidate_codes(self, rows: NDArray[np.int64]) -> NDArray[np.uint8]:
+        """Codes (n_neurons, >= len(rows)) of the given rows (any order, repeats allowed),
+        neuron by neuron (padded, see :func:`_ces_kernels.row_codes`); the pile is read
+        once per distinct row."""
+        if self.pile.whole is not None:
+            source, at = self.pile.whole, np.ascontiguousarray(rows, dtype=np.int64)
+        else:
+            uniq, inverse = np.unique(rows, return_inverse=True)
+            source, at = self.pile.take(uniq)
+            at = np.ascontiguousarray(at[inverse.reshape(-1)])
+        return kern.row_codes(source, at, self.cols, self._lo_all, self._scale_all, self.n_sections)
 
     def codes(self, rows: NDArray[np.int64]) -> NDArray[np.uint8]:
         """Section codes (len(rows), m) of the given rows over the non-constant neurons."""
-        rows = np.asarray(rows, dtype=np.int64)
-        uniq, inverse = np.unique(rows, return_inverse=True)
-        codes, _ = self._all_codes(uniq)
-        return np.ascontiguousarray(codes[inverse.reshape(-1)][:, self.cols])
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        return np.ascontiguousarray(self._candidate_codes(rows)[:, : rows.size].T)
 
     def add(self, rows: NDArray[np.int64]) -> None:
-        codes = self.codes(np.asarray(rows, dtype=np.int64))
-        np.add.at(self.counts, (np.broadcast_to(np.arange(self.n_neurons), codes.shape), codes), 1)
+        rows = np.asarray(rows, dtype=np.int64)
+        at = np.arange(rows.size, dtype=np.int64)
+        kern.count_rows(self._candidate_codes(rows), at, self.counts)
         self.size += len(rows)
 
     def _tables(self, size: int) -> tuple[NDArray[np.float64], ...]:
@@ -337,18 +344,17 @@ class CESState:
     def score_groups(self, groups: NDArray[np.int64]) -> NDArray[np.float64]:
         """Objective of T ∪ Q for every candidate group Q (rows of ``groups``).
 
-        The candidate rows are read once (one sorted gather), their section codes computed
-        once, and the cell terms phi(c + d) tabulated once per step; the working set is
-        O(l q m + m K q), independent of N.
+        The candidate rows are read once (one sorted gather), the codes of every (group,
+        row) pair computed neuron by neuron, and the cell terms phi(c + d) tabulated once
+        per step; the working set is O(l q m + m K q), independent of N. The scores are the
+        same floats whatever the number of threads (see ``_ces_kernels._score_codes``).
         """
         q = groups.shape[1]
         size = self.size + q
         tab_log, tab_plogp, tab_p = self._tables(size)
-        base = self._cell_sum(self.counts, size)
-        uniq, inverse = np.unique(groups, return_inverse=True)
-        codes, at = self._all_codes(uniq)
-        pos = np.ascontiguousarray(at[inverse.reshape(groups.shape)])
-        phi = kern.phi_table(
+        # Row r of group g at r l + g: one row's codes of all groups are contiguous.
+        codes = self._candidate_codes(np.ascontiguousarray(groups.T).reshape(-1))
+        phi, cells = kern.phi_table(
             self.counts,
             self.p_s,
             self.log_p_s,
@@ -359,7 +365,8 @@ class CESState:
             0.5 / size,
             q,
         )
-        delta = kern.score_codes(codes, pos, self.cols, phi)
+        base = float(cells.sum())  # = self._cell_sum(self.counts, size), the same floats
+        delta = kern.score_codes(codes, groups.shape[0], q, phi)
         return (base + delta) / self.n_neurons
 
 
