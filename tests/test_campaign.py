@@ -327,3 +327,24 @@ def test_grouped_wilson_is_the_projection_of_the_score_region(seed: int) -> None
     assert lo == pytest.approx(theta[ok].min(), abs=2e-3)
     assert hi == pytest.approx(theta[ok].max(), abs=2e-3)
     assert lo <= d.value <= hi
+
+
+@pytest.mark.parametrize("method", ["active", "auto"])
+def test_stated_worth_matches_the_interval_shown(method: str) -> None:
+    """The worth (effective sample size) is the SRS size whose interval would be as narrow as
+    the one reported, with the pile's variance: not inflated by the over-sampled uncertain
+    rows (the active design's plain variance of its draws once said "40 labels worth 262")."""
+    y, acts, probs = _overconfident_pile(seed=4)
+    pop_var = y.var()
+    z = stats.norm.ppf(0.975)
+    ratios = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        for r in range(40):
+            c = lw.Campaign(acts, probs, method=method, rng=r)
+            rows = c.propose(60)
+            c.record(rows, y[rows])
+            e = c.estimate()
+            half = (e.ci_high - e.ci_low) / 2
+            ratios.append(e.effective_sample_size / (pop_var * z * z / half**2))
+    assert 0.75 <= np.mean(ratios) <= 1.25, np.mean(ratios)

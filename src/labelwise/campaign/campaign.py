@@ -632,8 +632,14 @@ class Campaign:
         notes.append(f"AIPW over the first {z.size} draws (the prefix whose rows are recorded)")
         rows = np.asarray(self._draws["row"][: z.size])
         y = self._scores[rows]
-        srs_var = float(np.var(y, ddof=1)) / z.size if z.size > 1 else math.inf
-        ess = z.size * srs_var / se**2 if se > 0 else math.inf
+        # the pile's variance from the draws, weighted 1 / (N q) (the active draws over-sample
+        # uncertain rows, so their plain variance overstates it: "40 labels worth 262"), and
+        # the worth from the reported interval, as for the stratified designs
+        wt = 1 / np.asarray(self._draws["nq"][: z.size])
+        mean_w = float(np.sum(wt * y) / wt.sum())
+        s2 = float(np.sum(wt * (y - mean_w) ** 2) / wt.sum()) * z.size / max(z.size - 1, 1)
+        half = (hi - lo) / 2
+        ess = s2 * zc * zc / half**2 if half > 0 and z.size > 1 else math.inf
         return Estimate(
             value=value,
             std_error=se,
