@@ -559,3 +559,14 @@ def test_python_dash_m_labelwise_is_the_command_line() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert labelwise.__version__ in done.stdout
+
+
+def test_study_operational_rejects_too_few_repetitions(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "study"
+    assert main(["study", "operational", "--repetitions", "1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--repetitions must be at least 2, got 1" in err
+    assert "Traceback" not in err
+    assert not out.exists()
