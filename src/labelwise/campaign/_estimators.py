@@ -345,6 +345,7 @@ def bootstrap_t_interval(
     *,
     gen: np.random.Generator,
     n_boot: int = 999,
+    with_replacement: bool = False,
 ) -> tuple[float, float] | None:
     """Stratified bootstrap-t interval for Σ_h W_h mean_h(x) (Efron & Tibshirani 1993,
     "An Introduction to the Bootstrap", Sec. 12.5; resampling within strata, Rao & Wu 1988).
@@ -356,6 +357,8 @@ def bootstrap_t_interval(
     (0.90-0.91 at n = 35 on the study's regression piles, 1,000 repetitions); the bootstrap-t
     follows the skewness and covered 0.934-0.957 at n = 35..180 there. ``None`` when a stratum
     has fewer than 2 values or the scores do not vary (the caller keeps the t interval).
+    ``with_replacement``: the values are i.i.d. draws (the active design's AIPW terms), so no
+    finite-population correction (1 - n_h/N_h) applies.
     """
     h = sizes.size
     n_h = np.bincount(strata, minlength=h)
@@ -370,7 +373,8 @@ def bootstrap_t_interval(
     for j in used:
         xj = x[strata == j]
         m = xj.size
-        a = w[j] ** 2 * max(1 - m / sizes[j], 0.0) / m
+        fpc = 1.0 if with_replacement else max(1 - m / sizes[j], 0.0)
+        a = w[j] ** 2 * fpc / m
         mean += w[j] * float(xj.mean())
         var += a * float(xj.var(ddof=1))
         xb = xj[gen.integers(m, size=(n_boot, m))]

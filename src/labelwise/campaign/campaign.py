@@ -624,7 +624,12 @@ class Campaign:
         # mean rises; Wald covered 0.91-0.94 at 60 draws in tests/test_campaign.py)
         one = np.zeros(z.size, dtype=np.int64)
         boot = bootstrap_t_interval(
-            z, one, np.array([np.iinfo(np.int64).max // 2]), conf, gen=self._boot_gen(z.size)
+            z,
+            one,
+            np.array([self.population_size]),
+            conf,
+            gen=self._boot_gen(z.size),
+            with_replacement=True,
         )
         if boot is not None:
             lo, hi = self._clip(*boot)
