@@ -191,7 +191,7 @@ def test_resume_rejects_foreign_arrays() -> None:
 def test_bootstrap_t_covers_a_heavy_left_tail() -> None:
     """1 - squared error with a chi-square(1) error and a Pareto tail: the Student-t interval
     undercovers at n = 35; the bootstrap-t the regression campaign reports does not."""
-    from labelwise.campaign._estimators import bootstrap_t_interval
+    from labelwise.estimation._bootstrap import bootstrap_t_interval
 
     g = np.random.default_rng(11)
     n_pop, n, reps = 3000, 35, 1000

@@ -234,7 +234,7 @@ def test_regression_targets_give_one_minus_mse(
         == 0
     )
     est = json.loads((tmp_path / "s" / "estimate.json").read_text())["estimate"]
-    assert est["metric"] == "1-MSE" and est["interval"] == "t"
+    assert est["metric"] == "1-MSE" and est["interval"] == "bootstrap-t"
     assert est["value"] == pytest.approx(1 - np.mean((pred[idx] - y[idx]) ** 2))
     assert "1-MSE" in capsys.readouterr().out
 

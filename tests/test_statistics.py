@@ -114,15 +114,17 @@ def test_srs_covers_a_non_binary_score() -> None:
 
     def one(r: int) -> lw.Estimate:
         sel = lw.srs_select(N, BUDGET, rng=30_000 + r)
-        return lw.estimate(sel, score[sel.indices])
+        e = lw.estimate(sel, score[sel.indices])
+        assert e.interval == "bootstrap-t"
+        return e
 
     s = _simulate(float(score.mean()), one, R)
     _report("SRS 1-squared-error n=100", s)
     assert abs(s.bias) < 3 * s.mc_se
-    # Squared errors are right-skewed, and a t interval then undercovers a little at n = 100:
-    # measured 0.925 here (Monte-Carlo SE 0.007). The README states this; the bound below
-    # fails if the interval gets materially worse.
-    assert 0.91 <= s.coverage <= 0.97
+    # Squared errors are skewed; the Student-t interval undercovered here (0.925, Monte-Carlo
+    # SE 0.007), the bootstrap-t that srs_estimate reports for non-0/1 scores covers 0.950.
+    # The README states this.
+    assert 0.93 <= s.coverage <= 0.97
 
 
 @pytest.fixture(scope="module")

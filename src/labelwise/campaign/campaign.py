@@ -101,9 +101,10 @@ class Campaign:
     effective sample size (:func:`._estimators.grouped_wilson`: errors not yet seen in a
     confident group widen the lower side; a group with none seen gets no design-effect
     credit); for the active design, the bootstrap-t of its AIPW terms; for regression
-    (1 - squared error, a long lower tail) the stratified bootstrap-t
-    (:func:`._estimators.bootstrap_t_interval`), seeded by the campaign so the same labels
-    give the same interval.
+    (1 - squared error, a long lower tail) the (stratified) bootstrap-t
+    (:func:`labelwise.estimation._bootstrap.bootstrap_t_interval`; SRS campaigns report
+    :func:`labelwise.srs_estimate`'s, which is the same), seeded so the same labels give the
+    same interval.
 
     Resuming: :meth:`to_dict` is the JSON state; :meth:`to_arrays` holds what was computed
     from the pile at the start (strata, per-row signals, surrogate features), so that
@@ -467,15 +468,8 @@ class Campaign:
                 )
             for c in caught:
                 warnings.warn(str(c.message), DegenerateDataWarning, stacklevel=2)
-            lo, hi, interval = est.ci_low, est.ci_high, est.interval
-            if self.task == "regression":
-                y = self._scores[rec]
-                one = np.zeros(y.size, dtype=np.int64)
-                pop = np.array([self.population_size])
-                boot = bootstrap_t_interval(y, one, pop, conf, gen=self._boot_gen(rec.size))
-                if boot is not None:
-                    lo, hi = self._clip(*boot)
-                    interval = "bootstrap-t"
+            # the core's interval (bootstrap-t for regression scores), never above 1
+            lo, hi = self._clip(est.ci_low, est.ci_high)
             return Estimate(
                 value=est.value,
                 std_error=est.std_error,
@@ -485,7 +479,7 @@ class Campaign:
                 n_labelled=int(rec.size),
                 method="srs",
                 metric=metric,
-                interval=interval,
+                interval=est.interval,
                 population_size=self.population_size,
                 notes=tuple(notes) + est.notes,
                 effective_sample_size=float(rec.size),

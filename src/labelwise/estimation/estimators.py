@@ -17,6 +17,10 @@ from scipy import stats
 from .._results import Estimate, Selection
 from .._validation import check_confidence, check_scores, is_binary
 from ..exceptions import DegenerateDataWarning, LabelwiseError
+from ._bootstrap import bootstrap_t_interval
+
+# below this many scores the t interval is kept (see srs_estimate)
+BOOTSTRAP_MIN_N = 20
 
 __all__ = ["ces_estimate", "estimate", "srs_estimate", "stratified_estimate", "wilson_interval"]
 
@@ -35,7 +39,13 @@ def srs_estimate(
 
     Interval: for 0/1 scores the Wilson score interval with z² scaled by the exact
     without-replacement factor (N - n)/(N - 1), so labelling the whole pile gives a zero-width
-    interval; otherwise a Student-t interval with n - 1 degrees of freedom.
+    interval; otherwise the bootstrap-t interval of the mean (Efron & Tibshirani 1993, Sec.
+    12.5; 999 resamples from a generator seeded by n, so the same scores give the same
+    interval): regression's 1 - squared error has a long lower tail, and the Student-t
+    interval covered 0.90-0.91 at n = 35 on the study's regression piles. Below n = 20
+    (:data:`BOOTSTRAP_MIN_N`; a handful of values has too few distinct resamples for a
+    pivot) and when resamples do not vary, the Student-t interval with n - 1 degrees of
+    freedom.
 
     When all labelled scores are equal (e.g. every labelled input correct) the plug-in SE is 0,
     which is not credible: a :class:`DegenerateDataWarning` is issued and, for 0/1 scores, the
@@ -59,7 +69,7 @@ def ces_estimate(
 
     CES has no design-based variance formula (its selection is a random search, not a
     probability design with known inclusion probabilities). We report the SRS standard
-    error and interval (Wilson for 0/1 scores, t otherwise, with finite-population
+    error and interval (Wilson for 0/1 scores, bootstrap-t otherwise, with finite-population
     correction), i.e. the interval is honest if CES is at least as precise as SRS and the
     mean is unbiased, which is what the paper reports (relative efficiency < 1). When CES
     does reduce the variance the interval is conservative. The statistical tests in
@@ -95,7 +105,11 @@ def stratified_estimate(
     variance of the other strata (or of all labels) and a :class:`DegenerateDataWarning` says so.
 
     Interval: Student-t with Satterthwaite degrees of freedom, clipped to [0, 1] for 0/1
-    scores. Every stratum with N_h > 0 must have at least one label.
+    scores; for other scores, when every stratum has 2 or more labels and there are at least
+    :data:`BOOTSTRAP_MIN_N` labels, the stratified
+    bootstrap-t (resampling within strata, Rao & Wu 1988; seeded by n so it repeats), which
+    follows the long lower tail of 1 - squared error where the t interval undercovers. Every
+    stratum with N_h > 0 must have at least one label.
     """
     y = check_scores(scores)
     conf = check_confidence(confidence)
@@ -158,6 +172,12 @@ def stratified_estimate(
     else:
         half = float(stats.t.ppf(0.5 + conf / 2, df)) * se
         lo, hi = value - half, value + half
+    interval = "stratified-t"
+    if not binary and not lonely.any() and math.isfinite(se) and y.size >= BOOTSTRAP_MIN_N:
+        boot = bootstrap_t_interval(y, st, sizes, conf, gen=np.random.default_rng([y.size, 11]))
+        if boot is not None:
+            lo, hi = boot
+            interval = "stratified bootstrap-t"
     if binary:
         lo, hi = max(lo, 0.0), min(hi, 1.0)
     return Estimate(
@@ -169,7 +189,7 @@ def stratified_estimate(
         n_labelled=int(y.size),
         method="css",
         metric=_metric(metric, binary),
-        interval="stratified-t",
+        interval=interval,
         population_size=int(sizes.sum()),
         notes=tuple(notes),
     )
@@ -257,6 +277,21 @@ def _mean_estimate(
         else:
             half = float(stats.t.ppf(0.5 + conf / 2, n - 1)) * se
             lo, hi = value - half, value + half
+            boot = (
+                None
+                if n < BOOTSTRAP_MIN_N
+                else bootstrap_t_interval(
+                    y,
+                    np.zeros(n, dtype=np.int64),
+                    np.array([n if n_pop is None else n_pop]),
+                    conf,
+                    gen=np.random.default_rng([n, 11]),
+                    with_replacement=n_pop is None,
+                )
+            )
+            if boot is not None:
+                lo, hi = boot
+                interval = "bootstrap-t"
             if var1 == 0 and fpc > 0:
                 notes.append(
                     _warn(
