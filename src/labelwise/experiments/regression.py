@@ -48,6 +48,7 @@ context                        1-MSE
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -348,6 +349,16 @@ class RegressionContext:
         )
 
 
+@functools.lru_cache(maxsize=2)
+def _trained(
+    n_train: int, n_operational: int, noise: float, seed: int, epochs: int
+) -> tuple[NDArray[np.float32], NDArray[np.float64], torch.nn.Module]:
+    """Data and trained model of a seed, shared by the three shifts (training is deterministic,
+    so the study and the tests train once instead of once per shift)."""
+    x_train, y_train, x_op, y_op = load_friedman1(n_train, n_operational, noise=noise, seed=seed)
+    return x_op, y_op, train_regression_mlp(x_train, y_train, epochs=epochs, seed=seed)
+
+
 def regression_context(
     shift: str = "none",
     *,
@@ -376,8 +387,8 @@ def regression_context(
     epochs = check_int(epochs, "epochs", minimum=1)
     _require_torch()
 
-    x_train, y_train, x_op, y_op = load_friedman1(n_train, n_operational, noise=noise, seed=seed)
-    model = train_regression_mlp(x_train, y_train, epochs=epochs, seed=seed)
+    x_op, y_op, trained = _trained(n_train, n_operational, noise, seed, epochs)
+    model = copy.deepcopy(trained)  # every context owns its model; the cache keeps the original
     shifted = apply_shift(
         x_op, shift, rng=np.random.default_rng([seed, 1]), **dict(shift_options or {})
     )
@@ -386,7 +397,7 @@ def regression_context(
         name=f"friedman-{shift}",
         model=model,
         inputs=shifted,
-        targets=y_op,
+        targets=y_op.copy(),
         activations=activations,
         predictions=predictions,
     )
