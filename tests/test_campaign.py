@@ -299,13 +299,33 @@ def test_grouped_wilson_is_the_projection_of_the_score_region(seed: int) -> None
         pc = min(max(est, edge), 1 - edge)
         n_eff = pc * (1 - pc) / (terms[m].sum() / wg**2)
         if pc != est:
-            n_eff = min(n_eff, ng)
+            big = sizes[m].sum()
+            n_eff = min(n_eff, ng * (big - 1) / (big - ng))
         q += n_eff * (est - tk) ** 2 / (tk * (1 - tk))
     theta = w[groups == 0].sum() * t1 + w[groups == 1].sum() * t2
     ok = q <= z2
     assert lo == pytest.approx(theta[ok].min(), abs=2e-3)
     assert hi == pytest.approx(theta[ok].max(), abs=2e-3)
     assert lo <= d.value <= hi
+
+
+def test_a_group_with_no_error_seen_gets_the_finite_population_correction() -> None:
+    """49 labels, all correct, of a 50-row confident group: its rows are nearly all known,
+    so it may hide at most one error (n_g* = n_g (N_g - 1) / (N_g - n_g) = 2,401); the same
+    labels from a 5,000-row group are 49 draws from a large pile and may hide many."""
+    from labelwise.campaign._estimators import DesignEstimate, grouped_wilson
+
+    n_h = np.array([20, 49])
+    means = np.array([0.7, 1.0])
+    terms = np.array([1e-7, 0.0])  # group 1 nearly known: the lower end is group 2's doing
+    d = DesignEstimate(0.8, float(np.sqrt(terms.sum())), 30.0, 0.0, 0.0, means=means, terms=terms)
+    groups = np.array([0, 1])
+    lo_small, _ = grouped_wilson(d, np.array([100, 50]), n_h, groups, 0.95)
+    lo_large, _ = grouped_wilson(d, np.array([10_000, 5_000]), n_h, groups, 0.95)
+    # group 2 (W = 1/3) may lose W_2 t^2 / (n_g* + t^2): 0.026 at n_g* = 49.5, 0.0006 at 2,401
+    t2 = stats.t.ppf(0.975, 30.0) ** 2
+    assert lo_large == pytest.approx(0.8 - (1 / 3) * t2 / (49 * 4999 / 4951 + t2), abs=1e-3)
+    assert lo_small == pytest.approx(0.8 - (1 / 3) * t2 / (49 * 49 + t2), abs=1e-3)
 
 
 @pytest.mark.parametrize("method", ["active", "auto"])

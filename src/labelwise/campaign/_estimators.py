@@ -261,9 +261,11 @@ def grouped_wilson(
     2(3), Sec. 2) with groups of strata as the units and each group's design effect; with one
     group it is :func:`wilson_effective`. When none of a group's labels is wrong (p_g
     clipped), no design effect can be measured and n_g* is at most n_g: no credit for
-    stratifying on errors not seen. (Without that cap the model's calibrated error, then a
-    floor under the stratum variances, gave a confident group whose labels were all correct
-    n_g* = 3.4 n_g, and on the shifted digits pile 7.5 % of the intervals lay above the truth.)
+    stratifying on errors not seen, beyond the finite-population correction of sampling
+    without replacement (n_g* <= n_g (N_g - 1) / (N_g - n_g)). (Without that cap the model's
+    calibrated error, then a floor under the stratum variances, gave a confident group whose
+    labels were all correct n_g* = 3.4 n_g, and on the shifted digits pile 7.5 % of the
+    intervals lay above the truth.)
     Computed along a grid over group 1's own score interval (every accepted split lies
     inside it): for each t_1 the accepted t_2 are group 2's Wilson interval at the quantile
     left, sqrt(t² - q_1(t_1)). More than two groups fall back to :func:`wilson_effective`.
@@ -287,13 +289,31 @@ def grouped_wilson(
         var_g = float(d.terms[m].sum()) / wg**2 if wg > 0 else 0.0
         n_eff = pc * (1 - pc) / var_g if var_g > 0 else math.inf
         if pc != est:  # none (or all) wrong: no design effect is measurable, take n_g
-            n_eff = min(n_eff, float(ng))
+            # draws without replacement from the group's N_g rows: n_g / fpc_g i.i.d. draws'
+            # worth, fpc_g = (N_g - n_g) / (N_g - 1), as in srs_estimate's Wilson interval
+            big = float(strata_sizes[m].sum())
+            fpc = (big - ng) / (big - 1) if big > 1 else 0.0
+            n_eff = min(n_eff, ng / fpc if fpc > 0 else 1e12)
         parts.append((wg, est, max(n_eff, 1.0)))
     (w1, e1, n1), (w2, e2, n2) = parts
     if not (math.isfinite(n1) and math.isfinite(n2)):
         return wilson_effective(d.value, d.std_error, d.df, confidence, int(n_h.sum()))
-    # every accepted t1 lies in group 1's own interval (Q >= its term); for each t1 the
-    # accepted t2 are group 2's Wilson interval at the remaining budget t² - q1(t1)
+    out = two_group_score_interval(w1, e1, n1, w2, e2, n2, z, grid=grid)
+    if out is None:
+        return wilson_effective(d.value, d.std_error, d.df, confidence, int(n_h.sum()))
+    return out
+
+
+def two_group_score_interval(
+    w1: float, e1: float, n1: float, w2: float, e2: float, n2: float, z: float, *, grid: int = 2001
+) -> tuple[float, float] | None:
+    """The projection of :func:`grouped_wilson` for two groups (weights w_g, estimates e_g,
+    effective sizes n_g): {w1 t1 + w2 t2 : Σ_g n_g (e_g - t_g)² / (t_g (1 - t_g)) <= z²}.
+
+    Every accepted t1 lies in group 1's own Wilson interval (Q >= its term); for each t1 on a
+    grid over it the accepted t2 are group 2's Wilson interval at the remaining budget
+    sqrt(z² - q1(t1)). None when no grid point is accepted.
+    """
     lo1, hi1 = _wilson(e1, n1, z)
     t1 = np.linspace(lo1, hi1, grid)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -303,7 +323,7 @@ def grouped_wilson(
     rest = z * z - q1
     ok = rest >= 0
     if not ok.any():
-        return wilson_effective(d.value, d.std_error, d.df, confidence, int(n_h.sum()))
+        return None
     lo2, hi2 = _wilson_many(e2, n2, np.sqrt(rest[ok]))
     theta_lo = float(np.min(w1 * t1[ok] + w2 * lo2))
     theta_hi = float(np.max(w1 * t1[ok] + w2 * hi2))
