@@ -1,0 +1,35 @@
+"""The campaign study's measures on a small seeded pile: E against SRS's exact variance."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from labelwise.experiments.campaign_study import Population, _run_srs, run_campaign_study
+from test_campaign import _pile
+
+
+def test_srs_row_is_measured_against_the_exact_srs_variance() -> None:
+    """E's denominator is (1 - n/N) S² / n, so the simulated SRS row's E is about 1 (here
+    within 0.25 at 300 repetitions) and a design that is really better shows E < 1."""
+    y, acts, probs = _pile(400, kind="informative", seed=3)
+    study = run_campaign_study(
+        [Population("pile", y, acts, probs)],
+        methods=("proportional", "stratified"),
+        sizes=(40, 80),
+        repetitions=300,
+    )
+    rows = {r["method"]: r for r in study.rows}
+    pop = Population("pile", y, acts, probs)
+    err, _, _ = _run_srs(pop, (40, 80), 300, 0, 0.95)
+    n = np.array([40.0, 80.0])
+    exact = y.var(ddof=1) * (1 - n / 400) / n
+    assert rows["srs"]["E"] == pytest.approx(float(np.mean(np.mean(err**2, axis=0) / exact)))
+    assert rows["srs"]["E"] != 1.0  # a simulated denominator would make it 1 by definition
+    assert abs(rows["srs"]["E"] - 1) < 0.25
+    assert rows["proportional"]["E"] < 1.1
+    assert rows["stratified"]["E"] < rows["srs"]["E"]
+    e_n = np.asarray(study.per_size["pile/stratified"]["E"])
+    assert e_n.shape == (2,) and np.all(e_n > 0)
+    for r in rows.values():
+        assert 0.85 <= r["coverage"] <= 1.0
