@@ -347,7 +347,16 @@ def test_the_cli_serves_until_interrupted_and_keeps_a_second_server_off(
     src = Path(__file__).resolve().parents[1] / "src"
     env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     cmd = [sys.executable, "-m", "labelwise.cli", "label", str(camp), "--port", "0"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # started with SIGINT ignored, as a shell without job control starts a background command:
+    # Ctrl-C must still stop it (it did not, and a CI run launched that way hung here)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()

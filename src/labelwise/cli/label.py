@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import sys
+import threading
 import webbrowser
 from pathlib import Path
 from typing import Any
@@ -69,6 +71,28 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=cmd_label)
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _stopped_by_signals() -> Any:
+    """Ctrl-C (SIGINT) and SIGTERM stop the server, whatever the caller's handlers were: a
+    shell that starts a command in the background without job control starts it with SIGINT
+    ignored, and then "Ctrl-C to stop" would not. The previous handlers are restored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
 def cmd_label(args: argparse.Namespace) -> int:
     check_address(args.host, args.port, allow_remote=args.allow_remote)
     session = LabelSession(
@@ -90,7 +114,7 @@ def cmd_label(args: argparse.Namespace) -> int:
             sys.stdout.flush()
             if args.open:
                 webbrowser.open(server.url)
-            with contextlib.suppress(KeyboardInterrupt):
+            with contextlib.suppress(KeyboardInterrupt), _stopped_by_signals():
                 server.serve_forever()
         finally:
             server.server_close()
