@@ -444,6 +444,16 @@ def n_tasks(n_rows: int, n_cols: int) -> int:
         return max(1, min(n_rows, tasks))
 
 
+def _readonly(x: Any) -> Any:
+    """``x`` as a read-only view (no copy): the kernels only read the pile, and numba compiles
+    one machine-code version per array type, read-only (memory-mapped piles) and writable
+    alike; one type halves the compilation of a fresh install (about 20 s of the test suite)."""
+    if isinstance(x, np.ndarray) and x.flags.writeable:
+        x = x.view(np.ndarray)
+        x.flags.writeable = False
+    return x
+
+
 def range_pass(x: Any, lo: Any, hi: Any, flag: Any) -> None:
     """Add one block of rows to the per-task minima, maxima and non-finite flags.
 
@@ -451,13 +461,13 @@ def range_pass(x: Any, lo: Any, hi: Any, flag: Any) -> None:
     and 0; a flag becomes NaN once its column has held NaN or infinity.
     """
     with _threads_for(x.size):
-        _range(x, lo, hi, flag)
+        _range(_readonly(x), lo, hi, flag)
 
 
 def histogram_pass(x: Any, lo: Any, scale: Any, n_sections: int, part: Any) -> None:
     """Add the section counts of one block of rows to ``part`` ((tasks, K, m) int32)."""
     with _threads_for(x.size):
-        _hist(x, lo, scale, n_sections, part)
+        _hist(_readonly(x), lo, scale, n_sections, part)
 
 
 def row_codes(x: Any, rows: Any, cols: Any, lo: Any, scale: Any, n_sections: int) -> Any:
@@ -467,7 +477,7 @@ def row_codes(x: Any, rows: Any, cols: Any, lo: Any, scale: Any, n_sections: int
     n = rows.shape[0]
     out = np.empty((cols.shape[0], -(-n // 8) * 8), dtype=np.uint8)
     with _threads_for(out.size):
-        _codes(x, rows, cols, lo, scale, n_sections, out)
+        _codes(_readonly(x), rows, cols, lo, scale, n_sections, out)
     return out
 
 
