@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from ..estimation._bootstrap import bootstrap_t_interval
+from ..estimation.estimators import without_replacement_factor
 
 # scale of the "no error seen" floor q = 0.5 / (n_g + 1) (Jeffreys) on a group's variance; 0.5
 # since the calibrated-error floor also applies: digits-none w 1.10 -> 0.88 at coverage >= 0.985,
@@ -289,31 +290,15 @@ def grouped_wilson(
         var_g = float(d.terms[m].sum()) / wg**2 if wg > 0 else 0.0
         n_eff = pc * (1 - pc) / var_g if var_g > 0 else math.inf
         if pc != est:  # none (or all) wrong: no design effect is measurable, take n_g
-            # draws without replacement from the group's N_g rows: n_g / fpc_g i.i.d. draws'
-            # worth, fpc_g = (N_g - n_g) / (N_g - 1), as in srs_estimate's Wilson interval
-            big = float(strata_sizes[m].sum())
-            fpc = (big - ng) / (big - 1) if big > 1 else 0.0
+            # draws without replacement from the group's N_g rows, as in srs_estimate's Wilson
+            fpc = without_replacement_factor(ng, int(strata_sizes[m].sum()))
             n_eff = min(n_eff, ng / fpc if fpc > 0 else 1e12)
         parts.append((wg, est, max(n_eff, 1.0)))
     (w1, e1, n1), (w2, e2, n2) = parts
     if not (math.isfinite(n1) and math.isfinite(n2)):
         return wilson_effective(d.value, d.std_error, d.df, confidence, int(n_h.sum()))
-    out = two_group_score_interval(w1, e1, n1, w2, e2, n2, z, grid=grid)
-    if out is None:
-        return wilson_effective(d.value, d.std_error, d.df, confidence, int(n_h.sum()))
-    return out
-
-
-def two_group_score_interval(
-    w1: float, e1: float, n1: float, w2: float, e2: float, n2: float, z: float, *, grid: int = 2001
-) -> tuple[float, float] | None:
-    """The projection of :func:`grouped_wilson` for two groups (weights w_g, estimates e_g,
-    effective sizes n_g): {w1 t1 + w2 t2 : Σ_g n_g (e_g - t_g)² / (t_g (1 - t_g)) <= z²}.
-
-    Every accepted t1 lies in group 1's own Wilson interval (Q >= its term); for each t1 on a
-    grid over it the accepted t2 are group 2's Wilson interval at the remaining budget
-    sqrt(z² - q1(t1)). None when no grid point is accepted.
-    """
+    # every accepted t1 lies in group 1's own interval (Q >= its term); for each t1 the
+    # accepted t2 are group 2's Wilson interval at the remaining budget t² - q1(t1)
     lo1, hi1 = _wilson(e1, n1, z)
     t1 = np.linspace(lo1, hi1, grid)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -323,7 +308,7 @@ def two_group_score_interval(
     rest = z * z - q1
     ok = rest >= 0
     if not ok.any():
-        return None
+        return wilson_effective(d.value, d.std_error, d.df, confidence, int(n_h.sum()))
     lo2, hi2 = _wilson_many(e2, n2, np.sqrt(rest[ok]))
     theta_lo = float(np.min(w1 * t1[ok] + w2 * lo2))
     theta_hi = float(np.max(w1 * t1[ok] + w2 * hi2))

@@ -22,6 +22,20 @@ from ._bootstrap import bootstrap_t_interval
 # below this many scores the t interval is kept (see srs_estimate)
 BOOTSTRAP_MIN_N = 20
 
+
+def without_replacement_factor(n: int | float, population: int | float) -> float:
+    """(N - n) / (N - 1): the variance of n draws without replacement from N rows relative to
+    n i.i.d. draws (0 when all N are drawn); Wilson's z² is scaled by it, and n draws are worth
+    n / factor i.i.d. ones."""
+    return (population - n) / (population - 1) if population > 1 else 0.0
+
+
+def _bootstrap_gen(n: int) -> np.random.Generator:
+    """The bootstrap's generator: a function of n only, so the same scores give the same
+    interval."""
+    return np.random.default_rng([n, 11])
+
+
 __all__ = ["ces_estimate", "estimate", "srs_estimate", "stratified_estimate", "wilson_interval"]
 
 
@@ -174,7 +188,7 @@ def stratified_estimate(
         lo, hi = value - half, value + half
     interval = "stratified-t"
     if not binary and not lonely.any() and math.isfinite(se) and y.size >= BOOTSTRAP_MIN_N:
-        boot = bootstrap_t_interval(y, st, sizes, conf, gen=np.random.default_rng([y.size, 11]))
+        boot = bootstrap_t_interval(y, st, sizes, conf, gen=_bootstrap_gen(y.size))
         if boot is not None:
             lo, hi = boot
             interval = "stratified bootstrap-t"
@@ -256,7 +270,7 @@ def _mean_estimate(
     var1 = float(y.var(ddof=1)) if n > 1 else math.nan
     se = math.sqrt(fpc * var1 / n) if n > 1 else math.nan
     if binary:
-        exact = 1.0 if n_pop is None else ((n_pop - n) / (n_pop - 1) if n_pop > 1 else 0.0)
+        exact = 1.0 if n_pop is None else without_replacement_factor(n, n_pop)
         lo, hi = wilson_interval(float(y.sum()), n, conf, fpc=exact)
         interval = "wilson"
         if n == 1 or var1 == 0:
@@ -285,7 +299,7 @@ def _mean_estimate(
                     np.zeros(n, dtype=np.int64),
                     np.array([n if n_pop is None else n_pop]),
                     conf,
-                    gen=np.random.default_rng([n, 11]),
+                    gen=_bootstrap_gen(n),
                     with_replacement=n_pop is None,
                 )
             )
