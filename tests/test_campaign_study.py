@@ -33,3 +33,25 @@ def test_srs_row_is_measured_against_the_exact_srs_variance() -> None:
     assert e_n.shape == (2,) and np.all(e_n > 0)
     for r in rows.values():
         assert 0.85 <= r["coverage"] <= 1.0
+
+
+def test_monte_carlo_errors_are_over_repetitions_not_sizes() -> None:
+    """E's and the coverage's standard errors come from the per-repetition means over sizes
+    (the nested sizes of one repetition are not independent), not from size x repetition
+    cells as if they were independent draws."""
+    y, acts, probs = _pile(400, kind="informative", seed=3)
+    study = run_campaign_study(
+        [Population("pile", y, acts, probs)], methods=("stratified",), sizes=(40, 80),
+        repetitions=50,
+    )  # fmt: skip
+    pop = Population("pile", y, acts, probs)
+    err, _, cover = _run_srs(pop, (40, 80), 50, 0, 0.95)
+    n = np.array([40.0, 80.0])
+    exact = y.var(ddof=1) * (1 - n / 400) / n
+    per_rep = np.mean(err**2 / exact[None, :], axis=1)
+    srs = next(r for r in study.rows if r["method"] == "srs")
+    assert srs["E"] == pytest.approx(per_rep.mean())
+    assert srs["E_se"] == pytest.approx(per_rep.std(ddof=1) / np.sqrt(50))
+    assert srs["coverage_se"] == pytest.approx(cover.mean(axis=1).std(ddof=1) / np.sqrt(50))
+    assert 0 < srs["E_se"] < srs["E"]
+    assert "+-" in study.table()

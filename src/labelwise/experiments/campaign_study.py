@@ -11,6 +11,10 @@ estimates after every batch. The baseline is simple random sampling as users get
   the pile's variance with divisor N - 1), so only the method's side is Monte-Carlo noise (the
   SRS row's E is the simulated SRS against this exact value: a check, about 1);
 * ``coverage`` of the ``confidence`` interval (mean over sizes, and the smallest);
+* the Monte-Carlo standard errors of E and of the mean coverage (``E_se``, ``coverage_se``,
+  "+-" in the table), over repetitions: the sizes of one repetition are nested prefixes of
+  one campaign, far from independent, so the spread of the per-repetition means is what
+  tells noise from a difference (E 1.04 +- 0.05 is not "above SRS");
 * ``w`` = mean over sizes of (mean half-width) / (SRS's mean half-width);
 * ``ess`` = mean reported effective sample size / n.
 
@@ -68,24 +72,25 @@ class CampaignStudy:
 
     def table(self) -> str:
         head = (
-            f"{'context':<22}{'method':<16}{'E':>6}{'E max':>7}{'cov':>7}{'cov min':>8}"
-            f"{'w':>6}{'ess/n':>7}"
+            f"{'context':<22}{'method':<16}{'E':>6}{'+-':>6}{'E max':>7}{'cov':>7}{'+-':>7}"
+            f"{'cov min':>8}{'w':>6}{'ess/n':>7}"
         )
         lines = [head, "-" * len(head)]
         for r in self.rows:
             lines.append(
-                f"{r['population']:<22}{r['method']:<16}{r['E']:>6.2f}{r['E_max']:>7.2f}"
-                f"{r['coverage']:>7.3f}{r['coverage_min']:>8.3f}{r['w']:>6.2f}"
-                f"{r['ess_ratio']:>7.2f}"
+                f"{r['population']:<22}{r['method']:<16}{r['E']:>6.2f}{r['E_se']:>6.2f}"
+                f"{r['E_max']:>7.2f}{r['coverage']:>7.3f}{r['coverage_se']:>7.3f}"
+                f"{r['coverage_min']:>8.3f}{r['w']:>6.2f}{r['ess_ratio']:>7.2f}"
             )
         by_m: dict[str, list[dict[str, Any]]] = {}
         for r in self.rows:
             by_m.setdefault(r["method"], []).append(r)
         for m, rs in by_m.items():
             lines.append(
-                f"{'MEAN':<22}{m:<16}{np.mean([r['E'] for r in rs]):>6.2f}"
+                f"{'MEAN':<22}{m:<16}{np.mean([r['E'] for r in rs]):>6.2f}{'':>6}"
                 f"{max(r['E'] for r in rs):>7.2f}{np.mean([r['coverage'] for r in rs]):>7.3f}"
-                f"{min(r['coverage_min'] for r in rs):>8.3f}{np.mean([r['w'] for r in rs]):>6.2f}"
+                f"{'':>7}{min(r['coverage_min'] for r in rs):>8.3f}"
+                f"{np.mean([r['w'] for r in rs]):>6.2f}"
                 f"{np.mean([r['ess_ratio'] for r in rs]):>7.2f}"
             )
         return "\n".join(lines)
@@ -200,12 +205,20 @@ def _summary(
 ) -> dict[str, Any]:
     e_n = np.mean(err**2, axis=0) / mse_srs
     c_n = cov.mean(axis=0)
+    # Monte-Carlo standard errors of the means over sizes: a repetition's sizes are nested
+    # prefixes of one campaign, so they are not independent draws; the repetitions are, and
+    # E = mean_r e_r with e_r = mean_j err_rj² / MSE_SRS(n_j) (same for the coverage)
+    reps = err.shape[0]
+    e_r = np.mean(err**2 / mse_srs[None, :], axis=1)
+    c_r = cov.mean(axis=1)
     return {
         "population": pop,
         "method": method,
         "E": float(e_n.mean()),
+        "E_se": float(e_r.std(ddof=1) / np.sqrt(reps)) if reps > 1 else float("nan"),
         "E_max": float(e_n.max()),
         "coverage": float(c_n.mean()),
+        "coverage_se": float(c_r.std(ddof=1) / np.sqrt(reps)) if reps > 1 else float("nan"),
         "coverage_min": float(c_n.min()),
         "w": float(np.mean(half.mean(axis=0) / s_half.mean(axis=0))),
         "ess_ratio": float(np.mean(ess)) if ess is not None else 1.0,
