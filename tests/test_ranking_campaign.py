@@ -321,3 +321,25 @@ def test_rank_models_prob_best_is_a_paired_bootstrap() -> None:
     assert r.prob_best[0] == pytest.approx(r.prob_best[1], abs=0.05)
     same = lw.rank_models(pred[[0, 0]], labels, prob_best=True, rng=0)
     np.testing.assert_allclose(same.prob_best, [0.5, 0.5])
+
+
+def test_best_model_calibration_measures_what_it_says() -> None:
+    # model 0 is right everywhere, the others far behind: the first-ranked model is the best
+    # in every campaign, its P(best) is about 1 and every confident P(best) is right
+    from labelwise.experiments.ranking_calibration import best_model_calibration, format_rows
+
+    gen = np.random.default_rng(0)
+    y = gen.integers(0, 3, 1500)
+    pred = np.tile(y, (4, 1))
+    for m, err in ((1, 0.15), (2, 0.25), (3, 0.35)):
+        flip = gen.random(y.size) < err
+        pred[m, flip] = (y[flip] + 1) % 3
+    rows = best_model_calibration(pred, y, sizes=(30, 60), repetitions=4, top=1)
+    assert [r.n_labelled for r in rows] == [30, 60]
+    for r in rows:
+        assert r.first_is_best == 1.0 and r.first_prob_best > 0.95
+        assert r.confident == 4 and r.confident_observed == 1.0
+        # the best model's accuracy is 1: the posterior cannot be above it (measured -0.033
+        # at 30 labels: the shrinkage); PPI's unclipped estimate is about unbiased
+        assert -0.05 < r.top_error <= 1e-12 and abs(r.top_error_ppi) < 0.02
+    assert "first is best" in format_rows(rows)
