@@ -343,3 +343,7 @@ def test_best_model_calibration_measures_what_it_says() -> None:
         # at 30 labels: the shrinkage); PPI's unclipped estimate is about unbiased
         assert -0.05 < r.top_error <= 1e-12 and abs(r.top_error_ppi) < 0.02
     assert "first is best" in format_rows(rows)
+    with pytest.raises(lw.LabelwiseError, match="labels must have one entry per input"):
+        best_model_calibration(pred, y[:10])
+    with pytest.raises(lw.LabelwiseError, match="sizes must be in"):
+        best_model_calibration(pred, y, sizes=(0, 30))

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._validation import check_int
+from ..exceptions import LabelwiseError
 from ..ranking.campaign import RankingCampaign
 
 __all__ = ["CalibrationRow", "best_model_calibration"]
@@ -51,6 +53,16 @@ def best_model_calibration(
     """Run the measure of the module docstring; one row per size."""
     pred = np.asarray(predictions)
     y = np.asarray(labels)
+    if pred.ndim != 2 or y.shape != (pred.shape[1],):
+        raise LabelwiseError(
+            f"labels must have one entry per input of the (n_models, N) predictions, got "
+            f"shapes {y.shape} and {pred.shape}"
+        )
+    repetitions = check_int(repetitions, "repetitions", minimum=1)
+    batch = check_int(batch, "batch", minimum=1)
+    top = check_int(top, "top", minimum=1, maximum=pred.shape[0])
+    if not sizes or min(sizes) < 1 or max(sizes) > pred.shape[1]:
+        raise LabelwiseError(f"sizes must be in [1, {pred.shape[1]}], got {list(sizes)}")
     truth = (pred == y[None, :]).mean(axis=1)
     best = int(np.argmax(truth))
     sizes = sorted(int(s) for s in sizes)
@@ -116,6 +128,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--repetitions", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0, help="seed of the zoo and campaigns")
     args = parser.parse_args(argv)
+    if args.repetitions < 1:
+        parser.error(f"--repetitions must be >= 1, got {args.repetitions}")
     from .zoo import default_zoo, train_zoo
 
     zoo = train_zoo(default_zoo(), seed=args.seed, progress=False)
