@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_int
 from ..exceptions import LabelwiseError
@@ -66,7 +66,11 @@ def best_model_calibration(
     truth = (pred == y[None, :]).mean(axis=1)
     best = int(np.argmax(truth))
     sizes = sorted(int(s) for s in sizes)
-    rec: dict[int, list[tuple[bool, float, list[float], float, float]]] = {s: [] for s in sizes}
+    # per size and repetition: first-ranked model, every model's P(best), the top error of
+    # the posterior and of PPI
+    first: dict[int, list[int]] = {s: [] for s in sizes}
+    prob_best: dict[int, list[NDArray[np.float64]]] = {s: [] for s in sizes}
+    errors: dict[int, list[tuple[float, float]]] = {s: [] for s in sizes}
     for r in range(repetitions):
         camp = RankingCampaign(pred, rng=np.random.default_rng([seed, r]))
         for size in sizes:
@@ -76,33 +80,32 @@ def best_model_calibration(
             rk = camp.ranking()
             design = camp._posterior().design
             ppi = rk.accuracy if design is None else design[0]
-            first = int(rk.order[0])
             tops = rk.order[:top]
-            prob_best = np.asarray(rk.prob_best, dtype=np.float64)
-            rec[size].append(
+            first[size].append(int(rk.order[0]))
+            prob_best[size].append(np.asarray(rk.prob_best, dtype=np.float64))
+            errors[size].append(
                 (
-                    first == best,
-                    float(prob_best[first]),
-                    [float(p) if i == best else -float(p) for i, p in enumerate(prob_best)],
                     float(np.mean(rk.accuracy[tops] - truth[tops])),
                     float(np.mean(ppi[tops] - truth[tops])),
                 )
             )
     out = []
     for size in sizes:
-        rows_ = rec[size]
-        signed = np.array([p for row in rows_ for p in row[2]])
-        conf = np.abs(signed) >= 0.5
+        f = np.asarray(first[size])
+        pb = np.stack(prob_best[size])  # (repetitions, models)
+        conf = pb >= 0.5
+        n_conf = int(conf.sum())
+        err = np.asarray(errors[size])
         out.append(
             CalibrationRow(
                 n_labelled=size,
-                first_is_best=float(np.mean([row[0] for row in rows_])),
-                first_prob_best=float(np.mean([row[1] for row in rows_])),
-                confident=int(conf.sum()),
-                confident_mean=float(np.abs(signed[conf]).mean()) if conf.any() else np.nan,
-                confident_observed=float(np.mean(signed[conf] > 0)) if conf.any() else np.nan,
-                top_error=float(np.mean([row[3] for row in rows_])),
-                top_error_ppi=float(np.mean([row[4] for row in rows_])),
+                first_is_best=float(np.mean(f == best)),
+                first_prob_best=float(np.mean(pb[np.arange(f.size), f])),
+                confident=n_conf,
+                confident_mean=float(pb[conf].mean()) if n_conf else np.nan,
+                confident_observed=float(conf[:, best].sum() / n_conf) if n_conf else np.nan,
+                top_error=float(err[:, 0].mean()),
+                top_error_ppi=float(err[:, 1].mean()),
             )
         )
     return out
