@@ -55,3 +55,18 @@ def test_monte_carlo_errors_are_over_repetitions_not_sizes() -> None:
     assert srs["coverage_se"] == pytest.approx(cover.mean(axis=1).std(ddof=1) / np.sqrt(50))
     assert 0 < srs["E_se"] < srs["E"]
     assert "+-" in study.table()
+
+
+def test_the_study_command_refuses_unknown_contexts_and_one_repetition(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from labelwise.experiments.campaign_study import main
+
+    for argv, msg in (
+        (["--contexts", "digits-none,nope"], "--contexts must be among"),
+        (["--repetitions", "1"], "--repetitions must be >= 2"),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        assert msg in capsys.readouterr().err

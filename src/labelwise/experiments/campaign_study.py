@@ -288,7 +288,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(argv)
     reps = 50 if args.quick else args.repetitions
     sizes = (35, 64, 93, 122, 151, 180) if args.quick else tuple(range(35, 185, 5))
-    pops = load_populations(args.contexts.split(","))
+    names = args.contexts.split(",")
+    unknown = [c for c in names if c not in CONTEXTS]
+    if unknown:
+        ap.error(f"--contexts must be among {', '.join(CONTEXTS)}; got {', '.join(unknown)}")
+    if reps < 2:
+        ap.error(f"--repetitions must be >= 2, got {reps}")
+    pops = load_populations(names)
     study = run_campaign_study(
         pops,
         methods=args.methods.split(","),
