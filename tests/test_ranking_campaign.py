@@ -122,6 +122,8 @@ def test_prob_best_is_calibrated() -> None:
     every direction: 0.16 (0.79 / 0.955). Still underconfident by about 0.1 in the upper bins.
     With uniform share 0.3, power 2 and tau0 0.002: largest gap 0.127 (bin 0.5-0.7: 0.59
     predicted, 0.72 observed), Brier 0.063; uniform share 0.3 with power 1 failed (0.18).
+    With prob_guard 0.15 (P(best) from the posterior with tau^2 >= 0.15 x noise): 0.140
+    (0.596 / 0.736), Brier 0.065; prob_guard 0.25 failed (bin 0.7-0.9: 0.80 / 0.98).
     """
     pred_p, hit = [], []
     for rep in range(150):
@@ -307,6 +309,27 @@ def test_tau_noise_guard_widens_only_the_rank_sets() -> None:
     assert width[0.5].sum() >= width[0.0].sum()
     with pytest.raises(lw.LabelwiseError, match="tau_noise must be >= 0"):
         lw.RankingCampaign(zoo.predictions, tau_noise=-1)
+
+
+def test_prob_guard_tempers_only_the_probabilities() -> None:
+    # the same campaign states: rows, estimate and intervals do not move with prob_guard;
+    # P(best) of the leader falls as the guard rises (a floor under the prior spread)
+    zoo = regime_zoo("strong-close", 2000, rng=np.random.default_rng(4))
+    runs = {}
+    for pg in (0.0, 0.25, 1.0):
+        camp = lw.RankingCampaign(zoo.predictions, rng=6, prob_guard=pg, n_draws=20_000)
+        while camp.n_labelled < 40:
+            rows = camp.propose(10)
+            camp.record(rows, zoo.labels[rows])
+        runs[pg] = (camp.rows, camp.ranking())
+    for pg in (0.25, 1.0):
+        np.testing.assert_array_equal(runs[pg][0], runs[0.0][0])
+        np.testing.assert_allclose(runs[pg][1].accuracy, runs[0.0][1].accuracy)
+        np.testing.assert_allclose(runs[pg][1].ci_low, runs[0.0][1].ci_low)
+    lead = [runs[pg][1].prob_best.max() for pg in (0.0, 0.25, 1.0)]
+    assert lead[0] > lead[1] + 0.02 > lead[2] + 0.04, lead
+    with pytest.raises(lw.LabelwiseError, match="prob_guard must be >= 0"):
+        lw.RankingCampaign(zoo.predictions, prob_guard=-0.1)
 
 
 def test_rank_models_prob_best_is_a_paired_bootstrap() -> None:
