@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+from scipy import stats
 
 import labelwise as lw
 from labelwise.ranking import synthetic_zoo
@@ -330,6 +331,33 @@ def test_prob_guard_tempers_only_the_probabilities() -> None:
     assert lead[0] > lead[1] + 0.02 > lead[2] + 0.04, lead
     with pytest.raises(lw.LabelwiseError, match="prob_guard must be >= 0"):
         lw.RankingCampaign(zoo.predictions, prob_guard=-0.1)
+
+
+def test_ranking_carries_the_design_based_estimate() -> None:
+    # the unpooled PPI estimate: at every input labelled it is the exact accuracy, like the
+    # pooled one; with a few labels it differs from it and its interval lies inside the hull
+    zoo = synthetic_zoo([0.9, 0.8, 0.75, 0.7], 300, n_classes=4, rng=2)
+    camp = lw.RankingCampaign(zoo.predictions, rng=3)
+    assert camp.ranking().design_accuracy is None  # no label: no design-based estimate
+    rows = camp.propose(40)
+    camp.record(rows, zoo.labels[rows])
+    r = camp.ranking()
+    assert r.design_accuracy is not None and r.design_std_error is not None
+    assert np.all(r.design_std_error > 0)
+    z = stats.norm.ppf(0.975)
+    assert np.all(r.ci_low <= np.clip(r.design_accuracy - z * r.design_std_error, 0, 1) + 1e-12)
+    assert np.all(r.ci_high >= np.clip(r.design_accuracy + z * r.design_std_error, 0, 1) - 1e-12)
+    assert not np.allclose(r.design_accuracy, r.accuracy)
+    while camp.n_labelled < 300:
+        rows = camp.propose(min(50, 300 - camp.n_labelled))
+        camp.record(rows, zoo.labels[rows])
+    r = camp.ranking()
+    np.testing.assert_allclose(r.design_accuracy, zoo.true_accuracy, atol=1e-12)
+    np.testing.assert_allclose(r.design_std_error, 0, atol=1e-12)
+    srs = lw.RankingCampaign(zoo.predictions, method="srs", rng=0)
+    rows = srs.propose(20)
+    srs.record(rows, zoo.labels[rows])
+    assert srs.ranking().design_accuracy is None
 
 
 def test_rank_models_prob_best_is_a_paired_bootstrap() -> None:

@@ -192,6 +192,12 @@ class Ranking(Result):
     method:
         How the accuracies were obtained: ``"labelled"`` (accuracy on the labelled inputs)
         or the estimator of a :class:`labelwise.RankingCampaign`.
+    design_accuracy, design_std_error:
+        (n_models,) the design-based estimate of each accuracy from the same labels and
+        its standard error, or None: for ``"consensus-ppi"`` the unpooled prediction-powered
+        estimate (each model's own consensus bias, unbiased under the known inclusion
+        probabilities) that ``accuracy`` shrinks; compare the two to see what the pooling
+        did (the intervals already contain the design-based ones).
 
     ``value`` is None: a ranking orders models (see ``accuracy`` and ``rank``).
     """
@@ -215,12 +221,15 @@ class Ranking(Result):
     rank_high: NDArray[np.int64] | None = None
     rank_level: float = 0.0
     method: str = "labelled"
+    design_accuracy: NDArray[np.float64] | None = None
+    design_std_error: NDArray[np.float64] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model_names", tuple(str(n) for n in self.model_names))
         for name in ("accuracy", "n_correct", "ci_low", "ci_high", "rank", "order", "prob_better"):
             object.__setattr__(self, name, np.asarray(getattr(self, name)))
-        for name in ("prob_best", "prob_beats", "rank_low", "rank_high"):
+        optional = ("prob_best", "prob_beats", "rank_low", "rank_high")
+        for name in (*optional, "design_accuracy", "design_std_error"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, np.asarray(getattr(self, name)))
         super().__post_init__()

@@ -78,8 +78,7 @@ def best_model_calibration(
                 rows = camp.propose(min(batch, size - camp.n_labelled))
                 camp.record(rows, y[rows])
             rk = camp.ranking()
-            design = camp._posterior().design
-            ppi = rk.accuracy if design is None else design[0]
+            ppi = rk.accuracy if rk.design_accuracy is None else rk.design_accuracy
             tops = rk.order[:top]
             first[size].append(int(rk.order[0]))
             prob_best[size].append(np.asarray(rk.prob_best, dtype=np.float64))

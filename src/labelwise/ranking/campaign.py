@@ -431,6 +431,10 @@ class RankingCampaign:
                 ci_low = np.minimum(ci_low, d_mean - z * d_sd)
                 ci_high = np.maximum(ci_high, d_mean + z * d_sd)
         lab = self._labelled_correct()
+        d_acc = d_se = None
+        if self.method == "active" and post.design is not None:
+            d_acc = np.clip(post.design[0], 0, 1)
+            d_se = np.sqrt(np.clip(np.diag(post.design[1]), 0, None))
         return Ranking(
             model_names=self.model_names,
             accuracy=mean,
@@ -449,6 +453,8 @@ class RankingCampaign:
             rank_high=high,
             rank_level=level,
             method="consensus-ppi" if self.method == "active" else self.method,
+            design_accuracy=d_acc,
+            design_std_error=d_se,
         )
 
     # ------------------------------------------------------------------ estimation
