@@ -360,6 +360,58 @@ def test_ranking_carries_the_design_based_estimate() -> None:
     assert srs.ranking().design_accuracy is None
 
 
+def test_identical_models_get_one_posterior() -> None:
+    # two copies of model 0 and a third model: the copies get equal accuracies, intervals
+    # and P(best) (split between them), P(one beats the other) = 0.5, no linear-algebra error
+    zoo = synthetic_zoo([0.85, 0.8, 0.7], 400, n_classes=3, rng=1)
+    pred = np.vstack([zoo.predictions[0], zoo.predictions])
+    camp = lw.RankingCampaign(pred, rng=2)
+    for _ in range(4):
+        rows = camp.propose(10)
+        camp.record(rows, zoo.labels[rows])
+    r = camp.ranking()
+    assert r.accuracy[0] == r.accuracy[1] and r.ci_low[0] == r.ci_low[1]
+    assert r.prob_best is not None and r.prob_beats is not None
+    assert r.prob_best[0] == pytest.approx(r.prob_best[1]) and r.prob_best.sum() == pytest.approx(1)
+    assert r.prob_beats[0, 1] == 0.5 and r.rank[0] == r.rank[1]
+    assert r.rank_low is not None and r.rank_low[0] == r.rank_low[1]
+    # every model the same: one accuracy for all, P(best) shared equally
+    same = lw.RankingCampaign(np.repeat(zoo.predictions[:1], 4, axis=0), rng=0)
+    rows = same.propose(30)
+    same.record(rows, zoo.labels[rows])
+    rs = same.ranking()
+    assert np.ptp(rs.accuracy) == 0 and rs.prob_best is not None
+    np.testing.assert_allclose(rs.prob_best, 0.25)
+    truth = float(np.mean(zoo.predictions[0] == zoo.labels))
+    assert rs.ci_low[0] <= truth <= rs.ci_high[0]
+
+
+def test_accuracies_stay_in_the_unit_interval() -> None:
+    # a model right on every input: the shrinkage must not carry its accuracy past 1
+    zoo = synthetic_zoo([0.8, 0.75, 0.7], 200, n_classes=3, rng=0)
+    pred = zoo.predictions.copy()
+    pred[0] = zoo.labels
+    camp = lw.RankingCampaign(pred, rng=0)
+    for _ in range(3):
+        rows = camp.propose(20)
+        camp.record(rows, zoo.labels[rows])
+    r = camp.ranking()
+    assert np.all((r.accuracy >= 0) & (r.accuracy <= 1))
+    assert np.all((r.ci_low <= r.accuracy) & (r.accuracy <= r.ci_high))
+    assert np.all(camp.estimate()[0] <= 1)
+
+
+def test_probabilities_must_be_probabilities() -> None:
+    zoo = synthetic_zoo([0.8, 0.7], 100, n_classes=3, rng=0)
+    logits = np.random.default_rng(0).normal(size=(2, 100, 3)) * 4
+    with pytest.raises(lw.LabelwiseError, match="logits"):
+        lw.RankingCampaign(zoo.predictions, probabilities=logits)
+    # scores as predictions are fine for the vote; the soft surrogate needs probabilities
+    lw.RankingCampaign(logits, rng=0)
+    with pytest.raises(lw.LabelwiseError, match="surrogate='soft'"):
+        lw.RankingCampaign(logits, surrogate="soft")
+
+
 def test_rank_models_prob_best_is_a_paired_bootstrap() -> None:
     pred = np.array([[0, 1, 1, 0, 1, 1], [0, 0, 1, 1, 1, 1], [1, 0, 0, 0, 0, 0]])
     labels = np.array([0, 1, 1, 1, 1, 1])

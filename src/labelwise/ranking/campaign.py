@@ -80,6 +80,7 @@ from .._validation import (
     check_confidence,
     check_int,
     check_model_predictions,
+    check_probabilities,
     check_probability,
     check_rng,
 )
@@ -197,10 +198,14 @@ class RankingCampaign:
                     f"probabilities must be ({m}, {n}, C) like the predictions, got "
                     f"shape {probs.shape}"
                 )
-            if not np.all(np.isfinite(probs)):
-                raise LabelwiseError("probabilities must be finite")
+            check_probabilities(probs.reshape(-1, probs.shape[2]), "probabilities")
         elif c_pred is not None:
             probs = np.asarray(predictions, dtype=np.float64)
+            if surrogate != "vote":  # the soft consensus averages them: they must be probabilities
+                check_probabilities(
+                    probs.reshape(-1, probs.shape[2]),
+                    f"predictions (probabilities for surrogate={surrogate!r})",
+                )
         c_known = probs.shape[2] if probs is not None else c_pred
         if n_classes is not None:
             c_known = check_int(n_classes, "n_classes", minimum=int(pred.max()) + 1)
@@ -249,7 +254,13 @@ class RankingCampaign:
             self._surrogate = _soft_agreement(pred, probs)  # (M, N) float32
         self._s_total = self._surrogate.sum(axis=1, dtype=np.float64)
         self._kernels = _bias_kernels(pred)
-        self._prior_parts = _prior_parts(self._kernels)
+        # models with identical predictions have identical biases: the posterior is computed
+        # on one representative of each (the prior's contrasts between them are 0) and copied
+        self._reps, self._group = _copies(pred)
+        if self._reps.size == m:
+            self._prior_parts = _prior_parts(self._kernels)
+        elif self._reps.size > 1:
+            self._prior_parts = _prior_parts(_bias_kernels(pred[self._reps]))
         self._labelled = np.zeros(n, dtype=bool)
         self._proposed = np.zeros(n, dtype=bool)
         self._pending: dict[int, float] = {}  # row -> weight 1 / (N p)
@@ -393,7 +404,7 @@ class RankingCampaign:
         if self.method != "active":
             return self._labelled_estimate()
         post = self._posterior()
-        return post.mean(), post.cov()
+        return np.clip(post.mean(), 0.0, 1.0), post.cov()
 
     def ranking(self, *, confidence: float = 0.95, rank_level: float = 0.9) -> Ranking:
         """The models ranked, with intervals, ``prob_best``, ``prob_beats`` and rank sets."""
@@ -401,7 +412,8 @@ class RankingCampaign:
         level = check_probability(rank_level, "rank_level")
         if self.method == "active":
             post = self._posterior()
-            mean, cov = post.mean(), post.cov()
+            # an accuracy: the shrinkage can carry a model right on every label past 1
+            mean, cov = np.clip(post.mean(), 0.0, 1.0), post.cov()
             draws = self._posterior(self._prob_guard).draws(self._gen, self._n_draws)
             # rank sets from the guarded posterior (tau_noise)
             guarded = self._posterior(self._tau_noise).draws(self._gen, self._n_draws)
@@ -418,7 +430,7 @@ class RankingCampaign:
         order = np.argsort(-mean, kind="stable").astype(np.int64)
         rank = stats.rankdata(-np.round(mean, 12), method="min").astype(np.int64)
         beats = _prob_beats(draws)
-        best = _prob_best(draws)
+        best = _share_ties(_prob_best(draws), self._group)
         sd = np.sqrt(np.clip(np.diag(cov), 0, None))
         z = float(stats.norm.ppf(0.5 + conf / 2))
         ci_low, ci_high = mean - z * sd, mean + z * sd
@@ -507,14 +519,23 @@ class RankingCampaign:
         # bin 0.7-0.9 predicted 0.79, observed 0.955; now 0.80 / 0.89).
         sigma = _psd_max(sigma, (_KAPPA / (n + 2)) * self._kernels[0])
         raw_sigma = sigma
-        cen = np.eye(m) - 1.0 / m
-        noise = float(np.trace(cen @ sigma @ cen)) / (m - 1)
-        floor = guard * noise
-        mix = _tau_mixture(sigma, delta_hat, self._prior_parts, self._tau0, floor)
         f = (n_pop - n) / n_pop
         s_unlab = lam * s_total - s_lab.sum(axis=1)
         shift = (correct.sum(axis=1) + s_unlab) / n_pop
+        reps, group = self._reps, self._group
+        if reps.size == 1:  # every model predicts the same: one accuracy, no contrast
+            level = np.full((1, 1), float(np.mean(sigma)))
+            mix = _Mixture(np.ones(1), np.full((1, 1), float(np.mean(delta_hat))), level[None])
+        else:
+            sig_r = sigma[np.ix_(reps, reps)]
+            cen = np.eye(reps.size) - 1.0 / reps.size
+            noise = float(np.trace(cen @ sig_r @ cen)) / (reps.size - 1)
+            mix = _tau_mixture(sig_r, delta_hat[reps], self._prior_parts, self._tau0, guard * noise)
+        if reps.size < m:  # copy the representatives' posterior to their duplicates
+            mix = _Mixture(mix.weights, mix.means[:, group], mix.covs[:, group][:, :, group])
         out = _Mixture(mix.weights, shift[None, :] + f * mix.means, mix.covs * f**2)
+        if reps.size < m:
+            out.copies = (reps, group)
         # the design-based (no pooling) PPI estimate and covariance
         out.design = (shift + f * delta_hat, raw_sigma * f**2)
         return out
@@ -577,7 +598,11 @@ class RankingCampaign:
         post = self._posterior()
         beats = post.prob_beats()
         draws = post.draws(self._gen, min(self._n_draws, _PROPOSE_DRAWS))
-        g = (4 * beats * (1 - beats)).mean(axis=1) + _prob_best(draws)
+        # copies of one model: no order to learn between them (the diagonal stays as it was)
+        same = (self._group[:, None] == self._group[None, :]) & ~np.eye(self.n_models, dtype=bool)
+        g = np.where(same, 0.0, 4 * beats * (1 - beats)).mean(axis=1) + _share_ties(
+            _prob_best(draws), self._group
+        )
         u = _disagreement(self._pred, g) ** self._pow
         free = ~self._proposed
         u = np.where(free, u, 0.0)
@@ -674,6 +699,9 @@ class _Mixture:
         self.covs = covs  # (K, M, M)
         # (mean, cov) of the unshrunk PPI estimate, when there are labels
         self.design: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+        # (representatives, group of every model) when some models are identical: draws are
+        # made for the representatives and copied, so copies are exactly equal in every draw
+        self.copies: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
 
     @classmethod
     def gaussian(cls, mean: NDArray[np.float64], cov: NDArray[np.float64]) -> _Mixture:
@@ -700,6 +728,10 @@ class _Mixture:
 
     def draws(self, gen: np.random.Generator, n_draws: int) -> NDArray[np.float64]:
         """``n_draws`` draws; the component of each draw is drawn with the weights."""
+        if self.copies is not None:
+            reps, group = self.copies
+            sub = _Mixture(self.weights, self.means[:, reps], self.covs[:, reps][:, :, reps])
+            return sub.draws(gen, n_draws)[:, group]
         k, m = self.means.shape
         counts = gen.multinomial(n_draws, self.weights) if k > 1 else np.array([n_draws])
         out = np.empty((n_draws, m))
@@ -974,12 +1006,46 @@ def _prob_best(draws: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.bincount(draws.argmax(axis=1), minlength=m) / d
 
 
+def _copies(pred: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Representatives (first of each set of identical models) and every model's group.
+
+    One pass: a random linear hash of each model's predictions, then exact comparison of
+    the models whose hashes collide (np.unique(axis=0) sorts whole rows: 1 s at 80 x 100k).
+    """
+    m = pred.shape[0]
+    w = np.random.default_rng(0).integers(1, 2**31, pred.shape[1], dtype=np.int64)
+    h = pred @ w  # wraps around on overflow: still a hash
+    group = np.arange(m)
+    for a in range(m):
+        if group[a] != a:
+            continue
+        for b in np.flatnonzero(h[a + 1 :] == h[a]) + a + 1:
+            if group[b] == b and np.array_equal(pred[a], pred[b]):
+                group[b] = a
+    reps = np.flatnonzero(group == np.arange(m)).astype(np.int64)
+    return reps, np.searchsorted(reps, group).astype(np.int64)
+
+
+def _share_ties(prob_best: NDArray[np.float64], group: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Split each group of identical models' P(best) equally (argmax gives it to the first)."""
+    total = np.bincount(group, weights=prob_best)
+    count = np.bincount(group)
+    return np.asarray(total[group] / count[group])
+
+
 def _rank_sets(
     draws: NDArray[np.float64], level: float
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Per-model rank quantiles at level 1 - (1 - level) / M (Bonferroni: simultaneous)."""
     _d, m = draws.shape
-    ranks = (-draws).argsort(axis=1).argsort(axis=1) + 1  # rank of each model in each draw
+    # rank of each model in each draw: 1 + the number of models strictly better (ties, as
+    # between identical models, share the better rank)
+    ranks = np.concatenate(
+        [
+            (b[:, None, :] > b[:, :, None]).sum(axis=2) + 1
+            for b in np.array_split(draws, -(-_d // 512))
+        ]
+    )
     alpha = (1 - level) / m
     low = np.quantile(ranks, alpha / 2, axis=0, method="lower").astype(np.int64)
     high = np.quantile(ranks, 1 - alpha / 2, axis=0, method="higher").astype(np.int64)
