@@ -230,6 +230,8 @@ def test_bad_construction(kwargs: dict, match: str) -> None:
 def test_bad_records() -> None:
     zoo = synthetic_zoo([0.9, 0.8, 0.7], 100, n_classes=3, rng=0)
     camp = lw.RankingCampaign(zoo.predictions, rng=0)
+    camp.record([], [])  # nothing: no error, nothing recorded
+    assert camp.n_labelled == 0
     rows = camp.propose(5)
     unproposed = np.setdiff1d(np.arange(100), rows)[:2]
     with pytest.raises(lw.LabelwiseError, match="never proposed"):

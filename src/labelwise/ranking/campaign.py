@@ -362,6 +362,8 @@ class RankingCampaign:
         """Record the true class ``labels`` of proposed ``rows``."""
         r = np.atleast_1d(np.asarray(rows))
         lab = np.atleast_1d(np.asarray(labels))
+        if r.size == 0 and lab.size == 0:  # nothing to record (as Campaign.record)
+            return
         if r.ndim != 1 or r.dtype.kind not in "iu":
             raise LabelwiseError(f"rows must be a 1-D array of integer rows, got {r!r}")
         if lab.shape != r.shape:
