@@ -24,7 +24,7 @@ from .estimation import (
 )
 from .exceptions import DegenerateDataWarning, LabelwiseError, MissingDependencyError
 from .piles import ImageSpec, Pile, open_pile
-from .ranking import RankingCampaign
+from .ranking import RankingCampaign, cppi_select
 from .sampling import (
     SDSDiscrimination,
     ces_objective,
@@ -63,6 +63,7 @@ __all__ = [
     "cliffs_delta",
     "confidence_strata",
     "correctness",
+    "cppi_select",
     "css_select",
     "ddg_select",
     "deepgini_impurity",

@@ -98,13 +98,29 @@ class Selection(Result):
                 raise LabelwiseError(
                     f"selection format must be {SELECTION_FORMAT}, got {d.get('format')!r}"
                 )
-            indices = np.asarray(d["indices"], dtype=np.int64)
-            n = int(d["population_size"])
+            raw = np.asarray(d["indices"])
+            size = d["population_size"]
+            if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 1:
+                raise LabelwiseError(
+                    f"selection population_size must be a positive integer, got {size!r}"
+                )
+            n = int(size)
+            if raw.size and (raw.dtype.kind not in "iuf" or np.any(raw != np.round(raw))):
+                raise LabelwiseError(
+                    f"selection indices must be integer rows, got {raw.ravel()[:5].tolist()}"
+                )
+            indices = raw.astype(np.int64)
             bad = indices[(indices < 0) | (indices >= n)] if indices.ndim == 1 else indices
             if indices.ndim != 1 or bad.size:
                 raise LabelwiseError(
                     f"selection indices must be a list of rows in [0, {n}), got "
                     f"{bad.ravel()[:5].tolist()}"
+                )
+            uniq, counts = np.unique(indices, return_counts=True)
+            if uniq.size != indices.size:
+                raise LabelwiseError(
+                    f"selection indices must be distinct rows, got {uniq[counts > 1][:5].tolist()} "
+                    "more than once"
                 )
             return cls(
                 indices=indices,

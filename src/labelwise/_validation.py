@@ -25,6 +25,8 @@ def check_rng(rng: Any) -> np.random.Generator:
         or isinstance(rng, int | np.integer | np.random.Generator | np.random.SeedSequence)
     ):
         raise LabelwiseError(f"rng must be an int seed or numpy.random.Generator, got {rng!r}")
+    if isinstance(rng, int | np.integer) and rng < 0:
+        raise LabelwiseError(f"rng must be a non-negative int seed, got {rng}")
     return np.random.default_rng(rng)
 
 
@@ -123,9 +125,22 @@ def check_confidence(confidence: Any) -> float:
     return check_probability(confidence, "confidence")
 
 
+#: Largest score magnitude the estimators accept: their variances square the scores, and
+#: float64 overflows past about 1e154 (NaN or zero-width intervals, not an error).
+MAX_SCORE = 1e150
+
+
 def check_scores(scores: ArrayLike, name: str = "scores") -> NDArray[np.float64]:
-    """Per-sample scores H as a 1-D float64 array with at least one element."""
-    return np.asarray(check_finite_array(scores, name, ndim=1, min_rows=1), dtype=np.float64)
+    """Per-sample scores H as a 1-D float64 array with at least one element, |H| <= 1e150."""
+    y = np.asarray(check_finite_array(scores, name, ndim=1, min_rows=1), dtype=np.float64)
+    big = np.abs(y) > MAX_SCORE
+    if big.any():
+        i = int(np.argmax(big))
+        raise LabelwiseError(
+            f"{name} must be at most {MAX_SCORE:g} in magnitude (their variance must fit a "
+            f"float64), got {y[i]:.4g} at position {i}; rescale the targets"
+        )
+    return y
 
 
 def is_binary(scores: NDArray[Any]) -> bool:

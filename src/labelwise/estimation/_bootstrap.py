@@ -62,4 +62,6 @@ def bootstrap_t_interval(
         return None
     t_b = (mean_b[ok] - mean) / np.sqrt(var_b[ok])
     q_lo, q_hi = np.quantile(t_b, [0.5 - confidence / 2, 0.5 + confidence / 2])
-    return mean - float(q_hi) * se, mean - float(q_lo) * se
+    # a skewed pivot at a low confidence level can put both quantiles on one side of 0: the
+    # interval always contains its own estimate
+    return min(mean - float(q_hi) * se, mean), max(mean - float(q_lo) * se, mean)

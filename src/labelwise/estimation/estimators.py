@@ -220,6 +220,8 @@ def estimate(
     """
     from .. import registry
 
+    if not isinstance(selection, Selection):
+        raise LabelwiseError(f"selection must be a Selection, got {type(selection).__name__}")
     y = check_scores(scores)
     if y.size != selection.budget:
         raise LabelwiseError(
@@ -238,6 +240,13 @@ def wilson_interval(
     """Wilson score interval for a proportion, z² multiplied by ``fpc`` (finite population)."""
     if n < 1:
         raise LabelwiseError(f"n must be >= 1, got {n}")
+    if not 0 <= successes <= n:
+        raise LabelwiseError(f"successes must be in [0, n] = [0, {n}], got {successes}")
+    conf_ok = isinstance(confidence, int | float) and 0 < confidence < 1
+    if not conf_ok:
+        raise LabelwiseError(f"confidence must be in (0, 1), got {confidence!r}")
+    if not 0 <= fpc <= 1:
+        raise LabelwiseError(f"fpc must be in [0, 1], got {fpc}")
     z2 = float(stats.norm.ppf(0.5 + confidence / 2)) ** 2 * fpc
     p = successes / n
     denom = 1 + z2 / n

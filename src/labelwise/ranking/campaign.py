@@ -63,6 +63,7 @@ model, and Model Selector (Okanovic et al. 2025).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 from collections.abc import Sequence
@@ -671,6 +672,7 @@ def _cppi_selection(
         diagnostics={
             "weights": old_w + [camp._pending[r] for r in rows.tolist()],
             "n_models": camp.n_models,
+            "predictions_sha1": _fingerprint(camp._pred),
         },
     )
 
@@ -682,6 +684,11 @@ def _cppi_extend(selection: Selection, data: Any, additional: int, rng: RNGLike)
     gen = generator_for_extension(selection.rng_state, rng)
     share = float(selection.params.get("uniform_share", 0.2))
     camp = RankingCampaign(data, method="active", rng=gen, uniform_share=share)
+    stored = selection.diagnostics.get("predictions_sha1")
+    if stored is not None and stored != _fingerprint(camp._pred):
+        raise LabelwiseError(
+            "predictions must be the ones the selection was made from (their fingerprint differs)"
+        )
     camp._adopt(selection)
     rows = camp.propose(additional)
     return _cppi_selection(camp, selection, rows, share, gen)
@@ -1006,6 +1013,11 @@ def _prob_beats(draws: NDArray[np.float64]) -> NDArray[np.float64]:
 def _prob_best(draws: NDArray[np.float64]) -> NDArray[np.float64]:
     d, m = draws.shape
     return np.bincount(draws.argmax(axis=1), minlength=m) / d
+
+
+def _fingerprint(pred: NDArray[np.int64]) -> str:
+    """SHA-1 of the (n_models, N) predicted classes: extend checks it is given the same."""
+    return hashlib.sha1(np.ascontiguousarray(pred, dtype=np.int64).tobytes()).hexdigest()
 
 
 def _copies(pred: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:

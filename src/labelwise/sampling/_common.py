@@ -43,7 +43,7 @@ def generator_for_extension(state: Mapping[str, Any] | None, rng: Any) -> np.ran
         bitgen_cls = getattr(np.random, state["bit_generator"])
         gen = np.random.Generator(bitgen_cls())
         gen.bit_generator.state = dict(state)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise LabelwiseError(f"selection has an unusable rng_state: {exc}") from None
     return gen
 
@@ -111,4 +111,11 @@ def check_additional(selection: Any, additional: Any) -> int:
     left = selection.population_size - selection.budget
     if left == 0:
         raise LabelwiseError("additional budget cannot be met: every row is already selected")
+    number = isinstance(additional, int | np.integer) and not isinstance(additional, bool)
+    if number and not 1 <= additional <= left:
+        raise LabelwiseError(
+            f"additional budget must be in [1, {left}] (the population has "
+            f"{selection.population_size} rows, {left} of them not yet selected), got "
+            f"{int(additional)}"
+        )
     return check_budget(additional, left, name="additional budget")

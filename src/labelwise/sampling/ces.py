@@ -255,7 +255,12 @@ class CESState:
         if m == 0:
             raise LabelwiseError("activations must have at least one neuron (column)")
         lo, hi = _range(pile)
-        varying = hi > lo
+        # the range in halves (hi - lo overflows past float64's max); a range too small to
+        # divide into sections (subnormal) counts as constant
+        with np.errstate(over="ignore", divide="ignore"):
+            width = 2.0 * (hi / 2 - lo / 2)
+            scale_all = n_sections / width
+        varying = (hi > lo) & np.isfinite(scale_all) & np.isfinite(width)
         self.n_constant = int(m - varying.sum())
         if not varying.any():
             raise LabelwiseError(
@@ -271,7 +276,7 @@ class CESState:
             )
         self.cols = np.flatnonzero(varying).astype(np.int64)
         self.lo = lo[self.cols]
-        self.scale = n_sections / (hi[self.cols] - self.lo)
+        self.scale = scale_all[self.cols]
         # Full-width bounds for the kernels: a constant neuron has scale 0 (section 0).
         self._lo_all = lo
         self._scale_all = np.zeros(m, dtype=np.float64)

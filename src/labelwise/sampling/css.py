@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._chunks import check_rows, concat_rows, map_rows
 from .._params import Param, Shares, SharesOr, validate_params
 from .._results import Selection
-from .._validation import RNGLike, check_rng
+from .._validation import RNGLike, check_probabilities, check_rng
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 from ._common import (
     allocate,
@@ -191,7 +191,9 @@ def _confidences(confidences: ArrayLike) -> NDArray[np.float64]:
         raise LabelwiseError(
             f"confidences must be (N,) or (N, C) with C >= 2 classes, got shape {arr.shape}"
         )
-    return concat_rows(map_rows(_row_confidence, arr, name="confidences"))
+    conf = concat_rows(map_rows(_row_confidence, arr, name="confidences"))  # names a NaN's row
+    check_probabilities(arr, "confidences")  # logits would make meaningless strata
+    return conf
 
 
 def _row_confidence(block: NDArray[Any], start: int) -> NDArray[np.float64]:

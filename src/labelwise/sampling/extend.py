@@ -37,4 +37,10 @@ def extend(selection: Selection, data: Any, additional: int, *, rng: RNGLike = N
 
     if selection.method not in registry.names():
         raise LabelwiseError(f"selections made by {selection.method!r} cannot be extended")
-    return registry.get(selection.method).extend(selection, data, additional, rng)
+    try:
+        return registry.get(selection.method).extend(selection, data, additional, rng)
+    except KeyError as exc:  # a selection file without its method's parameters
+        raise LabelwiseError(
+            f"selection is missing its {selection.method} parameter {exc}: it cannot be "
+            "extended (was it written by labelwise?)"
+        ) from None

@@ -1,0 +1,112 @@
+"""Bad input to the public sampler / estimator API: clear errors, never a traceback.
+
+Each case was found by a robustness sweep (negative seeds, scores too large for a variance,
+logits as confidences, corrupt selection files, ...); before the fix each ended in a raw numpy
+exception, a KeyError, or a NaN / misplaced interval.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import labelwise as lw
+from labelwise.estimation.estimators import wilson_interval
+
+
+def test_negative_seeds_are_refused() -> None:
+    with pytest.raises(lw.LabelwiseError, match="non-negative int seed"):
+        lw.srs_select(10, 3, rng=-1)
+    pred = np.array([[0, 1, 1, 0], [0, 0, 1, 1]])
+    with pytest.raises(lw.LabelwiseError, match="non-negative int seed"):
+        lw.rank_models(pred, np.array([0, 1, 1, 1]), rng=-3)
+    lw.srs_select(10, 3, rng=np.int64(7))  # numpy integers still fine
+
+
+def test_scores_too_large_for_a_variance_are_refused() -> None:
+    y = np.r_[np.full(39, 0.99), -1e160]
+    with pytest.raises(lw.LabelwiseError, match="rescale the targets"):
+        lw.srs_estimate(y)
+    lw.srs_estimate(np.r_[np.full(39, 0.99), -1e100])  # large but representable: fine
+
+
+def test_css_refuses_logits() -> None:
+    logits = np.random.default_rng(0).normal(size=(200, 3)) * 3
+    with pytest.raises(lw.LabelwiseError, match="logits"):
+        lw.css_select(logits, 30, rng=0)
+    with pytest.raises(lw.LabelwiseError, match="probabilities in"):
+        lw.css_select(np.full(50, 7.5), 10, rng=0)
+
+
+def test_corrupt_selection_files_are_refused() -> None:
+    d = lw.srs_select(50, 10, rng=0).to_dict()
+    dup = dict(d, indices=[1, 2, 2, 3])
+    with pytest.raises(lw.LabelwiseError, match="distinct"):
+        lw.Selection.from_dict(dup)
+    with pytest.raises(lw.LabelwiseError, match="integer rows"):
+        lw.Selection.from_dict(dict(d, indices=[1.7, 2.9]))
+    with pytest.raises(lw.LabelwiseError, match="population_size"):
+        lw.Selection.from_dict(dict(d, population_size=50.9))
+    assert lw.Selection.from_dict(dict(d, indices=[1.0, 2.0], diagnostics={})).budget == 2
+
+
+def test_extend_without_parameters_or_with_a_bad_state() -> None:
+    probs = np.random.default_rng(0).dirichlet(np.ones(3), 60)
+    d = lw.ddg_select(probs, 10).to_dict()
+    d.pop("params")
+    with pytest.raises(lw.LabelwiseError, match="missing its ddg parameter"):
+        lw.extend(lw.Selection.from_dict(d), probs, 5)
+    s = lw.srs_select(60, 10, rng=0).to_dict()
+    s["rng_state"] = dict(s["rng_state"], state={"state": -1, "inc": 1})
+    s["diagnostics"] = {}
+    with pytest.raises(lw.LabelwiseError, match="unusable rng_state"):
+        lw.extend(lw.Selection.from_dict(s), None, 5)
+    with pytest.raises(lw.LabelwiseError, match="5 rows, 2 of them not yet selected"):
+        lw.extend(lw.srs_select(5, 3, rng=0), 5, 3)
+
+
+def test_estimate_needs_a_selection() -> None:
+    with pytest.raises(lw.LabelwiseError, match="must be a Selection"):
+        lw.estimate({"indices": [0, 1]}, [1, 0])  # type: ignore[arg-type]
+
+
+def test_bootstrap_interval_contains_its_estimate_at_any_level() -> None:
+    gen = np.random.default_rng(0)
+    for _ in range(50):
+        y = 1 - gen.standard_exponential(54) ** 2 * 0.1
+        for conf in (0.01, 0.1, 0.3, 0.95):
+            e = lw.srs_estimate(y, confidence=conf)
+            assert e.ci_low <= e.value <= e.ci_high
+
+
+def test_wilson_interval_checks_its_arguments() -> None:
+    with pytest.raises(lw.LabelwiseError, match="successes must be in"):
+        wilson_interval(3, 2)
+    with pytest.raises(lw.LabelwiseError, match="confidence must be in"):
+        wilson_interval(1, 2, 1.5)
+    lo, hi = wilson_interval(0, 10)
+    assert lo == 0.0 and 0 < hi < 0.35
+
+
+def test_cppi_extend_needs_the_same_predictions() -> None:
+    gen = np.random.default_rng(0)
+    pred = gen.integers(0, 3, (4, 200))
+    sel = lw.cppi_select(pred, 20, rng=0)
+    other = pred.copy()
+    other[0, :10] = (other[0, :10] + 1) % 3
+    with pytest.raises(lw.LabelwiseError, match="ones the selection was made from"):
+        lw.extend(sel, other, 10)
+    assert lw.extend(sel, pred, 10).budget == 30
+
+
+def test_ces_range_beyond_float64_is_a_constant_neuron_with_its_warning() -> None:
+    a = np.random.default_rng(0).normal(size=(60, 3))
+    a[0, 0], a[1, 0] = 1.7e308, -1.7e308
+    with pytest.warns(lw.DegenerateDataWarning, match="1 of 3 neurons are constant"):
+        sel = lw.ces_select(a, 20, rng=0)
+    assert sel.budget == 20
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lw.ces_select(np.random.default_rng(1).normal(size=(60, 3)), 20, rng=0)
