@@ -589,9 +589,13 @@ class Campaign:
         return np.random.default_rng([self._seed, n, 11])
 
     def _clip(self, lo: float, hi: float) -> tuple[float, float]:
+        """The interval cut to the metric's range: at most 1 (and at least 0 for accuracy),
+        each end inside it, so that lo <= hi (a bound beyond the range meets its end)."""
         hi = min(hi, 1.0)
+        lo = min(lo, 1.0)
         if self.task == "classification":
             lo = max(lo, 0.0)
+            hi = max(hi, 0.0)
         return lo, hi
 
     def _active_draws(self) -> NDArray[np.float64]:
@@ -629,6 +633,17 @@ class Campaign:
             lo, hi = self._clip(*boot)
             interval = "martingale bootstrap-t"
         notes.append(f"AIPW over the first {z.size} draws (the prefix whose rows are recorded)")
+        # the AIPW mean of a 0/1 score can leave [0, 1] (every labelled row right, weights
+        # 1 / (N q) above 1): report it inside the metric's range and the interval around it
+        top = 1.0
+        bottom = 0.0 if self.task == "classification" else -math.inf
+        if not bottom <= value <= top:
+            clipped = min(max(value, bottom), top)
+            notes.append(
+                f"the AIPW mean {value:.4g} is outside [{bottom:g}, 1]; reported as {clipped:g}"
+            )
+            value = clipped
+        lo, hi = min(lo, value), max(hi, value)
         rows = np.asarray(self._draws["row"][: z.size])
         y = self._scores[rows]
         # the pile's variance from the draws, weighted 1 / (N q) (the active draws over-sample
