@@ -26,3 +26,21 @@ def test_active_accuracy_stays_in_unit_interval_and_its_interval(n, k, score) ->
     if k > 3:  # the two the sweep found outside [0, 1]: reported at the boundary, with a note
         assert e.value == score
         assert any("outside [0, 1]" in note for note in e.notes)
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_active_with_every_row_recorded_is_exact(task) -> None:
+    """All 7 rows recorded: active reported 0.861 with [0, 1] for a true 0.714."""
+    g = np.random.default_rng(1)
+    acts = g.normal(size=(7, 4))
+    probs = g.dirichlet(np.ones(3), size=7) if task == "classification" else None
+    s = np.array([1, 1, 0, 1, 1, 0, 1.0]) if probs is not None else -g.exponential(size=7)
+    c = lw.Campaign(acts, probs, method="active", rng=0)
+    for k in (2, 2, 2, 1):
+        rows = c.propose(k)
+        c.record(rows, s[rows])
+    e = c.estimate()
+    assert e.value == pytest.approx(s.mean(), rel=1e-12)
+    assert e.ci_low == e.ci_high == e.value
+    assert e.std_error == 0.0 and e.n_labelled == 7
+    assert e.interval == "exact (whole pile labelled)"

@@ -610,6 +610,23 @@ class Campaign:
         return fbar + (y[:t] - f) / nq
 
     def _active_estimate(self, conf: float, metric: str, notes: list[str]) -> Estimate:
+        if self.n_recorded == self.population_size:
+            # every row labelled: the pile's mean is known, whatever the draws weighted
+            value = float(np.mean(self._scores))
+            return Estimate(
+                value=value,
+                std_error=0.0,
+                ci_low=value,
+                ci_high=value,
+                confidence=conf,
+                n_labelled=self.population_size,
+                method="active",
+                metric=metric,
+                interval="exact (whole pile labelled)",
+                population_size=self.population_size,
+                notes=tuple(notes),
+                effective_sample_size=float(self.population_size),
+            )
         z = self._active_draws()
         if z.size == 0:
             raise LabelwiseError("record the first proposed rows before estimate (active)")
