@@ -44,3 +44,34 @@ def test_active_with_every_row_recorded_is_exact(task) -> None:
     assert e.ci_low == e.ci_high == e.value
     assert e.std_error == 0.0 and e.n_labelled == 7
     assert e.interval == "exact (whole pile labelled)"
+
+
+@pytest.mark.parametrize("method", ["srs", "active", "auto"])
+def test_load_refuses_the_other_task(method, tmp_path) -> None:
+    """A regression state loaded with probabilities gave 'accuracy' -1.0 with CI (0, -0.42);
+    a classification state loaded with probabilities=None resumed as 1-MSE."""
+    acts, probs = _data(100)
+    reg = lw.Campaign(acts, None, method=method, rng=0)
+    rows = reg.propose(20)
+    reg.record(rows, np.linspace(-3, 1, 20))
+    reg.save(tmp_path / "reg")
+    cls = lw.Campaign(acts, probs, method=method, rng=0)
+    rows = cls.propose(20)
+    cls.record(rows, (np.arange(20) % 3 > 0).astype(float))
+    cls.save(tmp_path / "cls")
+    for name, p in (("reg", probs), ("cls", None)):
+        both = r"classification.*regression|regression.*classification"
+        with pytest.raises(lw.LabelwiseError, match=both):
+            lw.Campaign.load(tmp_path / name, activations=acts, probabilities=p)
+        with pytest.raises(lw.LabelwiseError, match="saved as a"):
+            lw.Campaign.from_dict(
+                (reg if name == "reg" else cls).to_dict(), activations=acts, probabilities=p
+            )
+    # the right task resumes; a state saved before the task was recorded still loads
+    assert lw.Campaign.load(tmp_path / "reg", activations=acts, probabilities=None).task == (
+        "regression"
+    )
+    old = cls.to_dict()
+    del old["task"]
+    back = lw.Campaign.from_dict(old, activations=acts, probabilities=probs)
+    assert back.task == "classification" and back.estimate() == cls.estimate()

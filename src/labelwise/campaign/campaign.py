@@ -749,6 +749,7 @@ class Campaign:
             {
                 "format": FORMAT,
                 "method": self.requested_method,
+                "task": self.task,
                 "confidence": self.confidence,
                 "n_strata": self.n_strata,
                 "min_stratum_size": self.min_stratum_size,
@@ -815,6 +816,18 @@ class Campaign:
             self.requested_method = str(d["method"])
             self.method = _resolve(self.requested_method, probs is None)
             self.task = "regression" if probs is None else "classification"
+            saved_task = d.get("task")  # states saved before it was recorded: as given
+            if saved_task is not None and saved_task != self.task:
+                given = "probabilities=None" if probs is None else "probabilities"
+                raise LabelwiseError(
+                    f"the campaign was saved as a {saved_task} campaign, got {given} (a "
+                    f"{self.task} campaign): pass "
+                    + (
+                        "the class probabilities it started with"
+                        if saved_task == "classification"
+                        else "probabilities=None"
+                    )
+                )
             self.population_size = acts.shape[0]
             self._seed = int(d["seed"])
             cached = None if arrays is None else self._check_arrays(arrays, d)
