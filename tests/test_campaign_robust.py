@@ -75,3 +75,22 @@ def test_load_refuses_the_other_task(method, tmp_path) -> None:
     del old["task"]
     back = lw.Campaign.from_dict(old, activations=acts, probabilities=probs)
     assert back.task == "classification" and back.estimate() == cls.estimate()
+
+
+@pytest.mark.parametrize(
+    "acts",
+    [np.ones((50, 4)), np.zeros((1, 3)), np.full((30, 2), 1e-300)],
+    ids=["constant", "one-row", "tiny"],
+)
+def test_regression_active_without_signal_proposes_uniformly(acts) -> None:
+    """Constant activations (or N=1): 'Probabilities contain NaN' from numpy, after a
+    RuntimeWarning (0 / 0); the conftest turns warnings into errors."""
+    n = acts.shape[0]
+    c = lw.Campaign(acts, None, method="active", rng=0)
+    rows = c.propose(min(5, n))
+    assert np.unique(rows).size == rows.size == min(5, n)
+    np.testing.assert_allclose(c.to_dict()["draws"]["nq"], 1.0)  # N q = 1: uniform
+    c.record(rows, np.linspace(-1, 1, rows.size))
+    if n > 1:
+        rows = c.propose(n - rows.size)
+        assert np.unique(c.proposed).size == n

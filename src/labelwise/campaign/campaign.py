@@ -350,7 +350,11 @@ class Campaign:
             u = self._dist
             rec = self._recorded_rows()
             f = np.full(nn, float(self._scores[rec].mean()) if rec.size else 0.0)
-        q = (1 - _ACTIVE_UNIFORM) * u / u.sum() + _ACTIVE_UNIFORM / nn
+        total = float(u.sum())
+        if total > 0 and math.isfinite(total):
+            q = (1 - _ACTIVE_UNIFORM) * u / total + _ACTIVE_UNIFORM / nn
+        else:  # no row stands out (constant activations, a pile of one row): uniform
+            q = np.full(nn, 1.0 / nn)
         fbar = float(f.mean())
         new: list[int] = []
         seen = set()
