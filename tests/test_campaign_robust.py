@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 import labelwise as lw
+from labelwise.exceptions import DegenerateDataWarning
 
 
 def _data(n: int, d: int = 4, c: int = 3, seed: int = 0):
@@ -94,3 +97,41 @@ def test_regression_active_without_signal_proposes_uniformly(acts) -> None:
     if n > 1:
         rows = c.propose(n - rows.size)
         assert np.unique(c.proposed).size == n
+
+
+def _recorded(fn):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fn()
+    return out, [(w.category, str(w.message), w.filename) for w in caught]
+
+
+DESIGNS = ["srs", "stratified", "proportional", "model-assisted", "active"]
+
+
+@pytest.mark.parametrize("method", DESIGNS)
+def test_regression_one_label_warns_as_srs(method) -> None:
+    """One regression score: NaN SE and ESS, ci_low -inf, with no word (srs warned)."""
+    acts = np.random.default_rng(0).normal(size=(50, 4))
+    c = lw.Campaign(acts, None, method=method, rng=0)
+    rows = c.propose(3)
+    c.record(rows[:1], [0.5])
+    e, caught = _recorded(c.estimate)
+    assert e.std_error == np.inf and e.ci_low == -np.inf and e.ci_high == 1.0
+    assert np.isfinite(e.value) and not np.isnan(e.effective_sample_size)
+    msg = "one label gives no variance estimate; the interval is unbounded"
+    assert msg in e.notes
+    assert any(cat is DegenerateDataWarning and m == msg and f == __file__ for cat, m, f in caught)
+
+
+@pytest.mark.parametrize("method", DESIGNS[:4])
+def test_regression_constant_scores_warn_of_zero_width(method) -> None:
+    acts = np.random.default_rng(0).normal(size=(50, 4))
+    c = lw.Campaign(acts, None, method=method, rng=0)
+    rows = c.propose(30)
+    c.record(rows, np.full(30, 0.5))
+    e, caught = _recorded(c.estimate)
+    assert e.ci_low == e.ci_high == e.value == 0.5
+    msg = "all 30 labelled scores are equal; the interval has zero width and understates"
+    assert any(cat is DegenerateDataWarning and msg in m for cat, m, _ in caught)
+    assert any(msg in note for note in e.notes)

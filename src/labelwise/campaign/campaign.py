@@ -570,12 +570,21 @@ class Campaign:
                 interval = "stratified bootstrap-t"
         # worth: the simple random sample whose interval z sqrt(Var_SRS(n) n / m) would be as
         # narrow as the one reported (not just n Var_SRS / SE²: the saving the user sees)
-        half = (hi - lo) / 2
-        z = NormalDist().inv_cdf(0.5 + conf / 2)
-        ess = rec.size * d.srs_variance * z * z / half**2 if half > 0 else math.inf
+        se = d.std_error
+        if not binary and not math.isfinite(se):
+            # no stratum has 2 labels (one label in all): no variance estimate, as srs says
+            se, lo, hi = math.inf, -math.inf, 1.0
+            self._warn_degenerate(y, se, lo, hi, notes)
+            ess = float(rec.size)
+        else:
+            if not binary:
+                self._warn_degenerate(y, se, lo, hi, notes)
+            half = (hi - lo) / 2
+            z = NormalDist().inv_cdf(0.5 + conf / 2)
+            ess = rec.size * d.srs_variance * z * z / half**2 if half > 0 else math.inf
         return Estimate(
             value=d.value,
-            std_error=d.std_error,
+            std_error=se,
             ci_low=lo,
             ci_high=hi,
             confidence=conf,
@@ -587,6 +596,28 @@ class Campaign:
             notes=tuple(notes),
             effective_sample_size=float(ess),
         )
+
+    def _warn_degenerate(
+        self, y: NDArray[np.float64], se: float, lo: float, hi: float, notes: list[str]
+    ) -> None:
+        """srs's DegenerateDataWarning for regression scores (:func:`labelwise.srs_estimate`):
+        no variance estimate (an unbounded interval), or all scores equal (zero width)."""
+        if not math.isfinite(se):
+            msg = (
+                "one label gives no variance estimate; the interval is unbounded"
+                if y.size == 1
+                else f"no stratum has 2 of the {y.size} labels, which gives no variance "
+                "estimate; the interval is unbounded"
+            )
+        elif y.size < self.population_size and hi - lo == 0 and np.ptp(y) == 0:
+            msg = (
+                f"all {y.size} labelled scores are equal; the interval has zero width and "
+                "understates the uncertainty"
+            )
+        else:
+            return
+        warnings.warn(msg, DegenerateDataWarning, stacklevel=4)
+        notes.append(msg)
 
     def _boot_gen(self, n: int) -> np.random.Generator:
         """The bootstrap's generator: a function of the seed and n, so estimates repeat."""
@@ -654,6 +685,16 @@ class Campaign:
             lo, hi = self._clip(*boot)
             interval = "martingale bootstrap-t"
         notes.append(f"AIPW over the first {z.size} draws (the prefix whose rows are recorded)")
+        if self.task == "regression":
+            if not math.isfinite(se):
+                lo, hi = -math.inf, 1.0
+            self._warn_degenerate(
+                self._scores[np.asarray(self._draws["row"][: z.size], dtype=np.int64)],
+                se,
+                lo,
+                hi,
+                notes,
+            )
         # the AIPW mean of a 0/1 score can leave [0, 1] (every labelled row right, weights
         # 1 / (N q) above 1): report it inside the metric's range and the interval around it
         top = 1.0
