@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -135,3 +136,22 @@ def test_regression_constant_scores_warn_of_zero_width(method) -> None:
     msg = "all 30 labelled scores are equal; the interval has zero width and understates"
     assert any(cat is DegenerateDataWarning and msg in m for cat, m, _ in caught)
     assert any(msg in note for note in e.notes)
+
+
+def test_probabilities_must_be_probabilities() -> None:
+    """Logits, percentages, all-zero rows and (N, 1) columns were accepted (the CLI rejected
+    them): the strata and the prior error were built from meaningless values."""
+    acts, probs = _data(200)
+    g = np.random.default_rng(0)
+    hint = re.escape("; logits or regression outputs? Save softmax probabilities")
+    for bad in (g.normal(size=(200, 3)) * 3, probs * 100, np.zeros((200, 3))):
+        with pytest.raises(lw.LabelwiseError, match=hint):
+            lw.Campaign(acts, bad, rng=0)
+        state = lw.Campaign(acts, probs, rng=0).to_dict()
+        with pytest.raises(lw.LabelwiseError, match=hint):
+            lw.Campaign.from_dict(state, activations=acts, probabilities=bad)
+    with pytest.raises(lw.LabelwiseError, match=r"at least 2.*probabilities=None"):
+        lw.Campaign(acts, np.ones((200, 1)), rng=0)
+    # float32 softmax rows, and rows rounded to 4 decimals (sums within 1e-3), still pass
+    for ok in (probs.astype(np.float32), np.round(probs, 4)):
+        assert lw.Campaign(acts, ok, rng=0).task == "classification"

@@ -159,7 +159,7 @@ def test_operational_study_has_a_campaign_row_with_coverage_and_width() -> None:
     for r in range(config.repetitions):
         camp = lw.Campaign(
             pop.activations,
-            np.asarray(pop.confidences).reshape(-1, 1),
+            np.column_stack([pop.confidences, 1 - np.asarray(pop.confidences)]),
             rng=np.random.default_rng(np.random.SeedSequence([0, 5, r])),
         )
         for j, n in enumerate(config.sizes):

@@ -21,7 +21,14 @@ from scipy import stats
 from .._chunks import check_rows
 from .._json import jsonable
 from .._results import Estimate
-from .._validation import RNGLike, check_int, check_probability, check_rng
+from .._validation import (
+    RNGLike,
+    check_int,
+    check_probabilities,
+    check_probability,
+    check_rng,
+    raise_if_nonfinite,
+)
 from ..estimation.estimators import srs_estimate
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 from ..io import atomic_write, write_json
@@ -126,7 +133,7 @@ class Campaign:
         n = acts.shape[0]
         probs = None
         if probabilities is not None:
-            probs = check_rows(probabilities, "probabilities", ndim=2)
+            probs = _check_class_probabilities(probabilities)
             if probs.shape[0] != n:
                 raise LabelwiseError(
                     f"probabilities must have one row per activation row ({n}), "
@@ -846,10 +853,15 @@ class Campaign:
                 raise LabelwiseError(f"campaign format must be {FORMAT}, got {d.get('format')!r}")
             self = cls.__new__(cls)
             acts = check_rows(activations, "activations", ndim=2)
+            # the strata come from the probabilities unless the arrays are given
             probs = (
                 None
                 if probabilities is None
-                else check_rows(probabilities, "probabilities", ndim=2)
+                else (
+                    check_rows(probabilities, "probabilities", ndim=2)
+                    if arrays is not None
+                    else _check_class_probabilities(probabilities)
+                )
             )
             if acts.shape[0] != int(d["population_size"]):
                 raise LabelwiseError(
@@ -1059,6 +1071,20 @@ def _asymptotic_cs(est: Estimate, t: int, *, t_opt: int = 100) -> Estimate:
         notes=est.notes,
         effective_sample_size=est.effective_sample_size,
     )
+
+
+def _check_class_probabilities(probabilities: ArrayLike) -> Any:
+    """(N, C) class probabilities, C >= 2: values in [0, 1], rows summing to 1 (the CLI's
+    check, :func:`labelwise._validation.check_probabilities`, with its hint for logits)."""
+    probs = check_rows(probabilities, "probabilities", ndim=2)
+    raise_if_nonfinite(probs, "probabilities")  # names the row (check_probabilities does not)
+    check_probabilities(probs, "probabilities")
+    if probs.shape[1] < 2:
+        raise LabelwiseError(
+            f"probabilities must have a column per class (at least 2), got shape "
+            f"{tuple(probs.shape)}; for a regression model pass probabilities=None"
+        )
+    return probs
 
 
 def _rows_in(value: Any, n: int, what: str) -> NDArray[np.int64]:

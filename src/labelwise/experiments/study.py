@@ -173,14 +173,15 @@ class CampaignSpec(MethodSpec):
 
 def _campaign_probabilities(pop: Population) -> NDArray[Any] | None:
     """(N, C) probabilities for a campaign: ``probabilities``, else ``confidences`` as columns
-    (a 1-D top-class confidence becomes one column: all the campaign reads from it then is the
-    model's confidence); None for regression."""
+    (a 1-D top-class confidence c becomes the two columns (c, 1 - c), the top class and the
+    rest: a campaign takes class probabilities, at least 2 per row, summing to 1); None for
+    regression."""
     if pop.probabilities is not None:
         return pop.probabilities
     if pop.confidences is None or pop.metric != "accuracy":
         return None
-    conf = np.asarray(pop.confidences)
-    return conf if conf.ndim == 2 else conf.reshape(-1, 1)
+    conf = np.asarray(pop.confidences, dtype=np.float64)
+    return conf if conf.ndim == 2 else np.column_stack([conf, 1.0 - conf])
 
 
 def prefix(selection: Selection, n: int) -> Selection:
