@@ -155,3 +155,43 @@ def test_probabilities_must_be_probabilities() -> None:
     # float32 softmax rows, and rows rounded to 4 decimals (sums within 1e-3), still pass
     for ok in (probs.astype(np.float32), np.round(probs, 4)):
         assert lw.Campaign(acts, ok, rng=0).task == "classification"
+
+
+@pytest.mark.parametrize("method", ["auto", "srs", "stratified", "model-assisted", "active"])
+def test_huge_activations_are_scaled_exactly(method) -> None:
+    """Activations of 1e155 (finite float64): numpy LinAlgError 'Eigenvalues did not
+    converge' after overflow warnings, or NaN outlyingness used silently. Standardising is
+    scale-free, so the campaign must be the one of the activations / 1e155."""
+    acts, probs = _data(200)
+    small = lw.Campaign(acts, probs, method=method, rng=0)
+    big = lw.Campaign(acts * 1e155, probs, method=method, rng=0)
+    np.testing.assert_allclose(big.to_arrays()["dist"], small.to_arrays()["dist"], rtol=1e-12)
+    if small._features is not None:
+        np.testing.assert_allclose(big._features, small._features, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(big.strata, small.strata)
+    np.testing.assert_array_equal(big.propose(30), small.propose(30))
+
+
+def test_outlyingness_of_ordinary_activations_is_unchanged() -> None:
+    """The power-of-2 scaling is exact: the formula's value, to 1e-12 relative."""
+    from labelwise.campaign._features import outlyingness
+
+    g = np.random.default_rng(5)
+    for a in (g.normal(size=(500, 7)) * 3 + 10, g.normal(size=(50, 2)).astype(np.float32)):
+        x = a.astype(np.float64)
+        total, sq = x.sum(axis=0), np.einsum("ij,ij->j", x, x)
+        mu = total / len(x)
+        sd = np.sqrt(np.maximum(sq / len(x) - mu**2, 0.0))
+        want = np.sqrt((((x - mu) / sd) ** 2).mean(axis=1))
+        np.testing.assert_allclose(outlyingness(a), want, rtol=1e-12)
+
+
+def test_activations_near_the_float_limit_are_standardised() -> None:
+    """+-1.7e308 in one column (a - mean overflows unscaled): the distances of +-1.7."""
+    from labelwise.campaign._features import outlyingness
+
+    acts, _ = _data(50)
+    acts[:, 0] = np.where(np.arange(50) < 45, 1.7, -1.7)
+    huge = acts.copy()
+    huge[:, 0] *= 1e308
+    np.testing.assert_allclose(outlyingness(huge), outlyingness(acts), rtol=1e-12)

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._chunks import concat_rows, map_rows, reduce_rows, take_rows
+from ..exceptions import LabelwiseError
 
 __all__ = ["ProbabilitySummary", "outlyingness", "probability_summary", "surrogate_features"]
 
@@ -43,21 +44,46 @@ def probability_summary(probabilities: Any) -> ProbabilitySummary:
     )
 
 
-def _moments_block(block: NDArray[Any], start: int) -> tuple[int, NDArray[Any], NDArray[Any]]:
+def _pow2_exponent(m: NDArray[np.float64]) -> NDArray[np.int64]:
+    """k with max |x| <= 2^k per entry of ``m`` (0 where m is 0): dividing by 2^k is exact."""
+    return np.frexp(m)[1].astype(np.int64)
+
+
+def _moments_block(
+    block: NDArray[Any], start: int
+) -> tuple[int, NDArray[np.int64], NDArray[Any], NDArray[Any]]:
+    """Rows, per-column exponent k and the sums of a / 2^k and of (a / 2^k)²: scaled by powers
+    of 2 (exact), so activations of 1e155 do not overflow their squares and ordinary ones
+    give the very sums they gave unscaled (times 2^-k)."""
     a = block.astype(np.float64)
-    return a.shape[0], a.sum(axis=0), np.einsum("ij,ij->j", a, a)
+    k = _pow2_exponent(np.abs(a).max(axis=0)) if a.shape[0] else np.zeros(a.shape[1], np.int64)
+    a = np.ldexp(a, -k)
+    return a.shape[0], k, a.sum(axis=0), np.einsum("ij,ij->j", a, a)
 
 
 def _add_moments(
-    x: tuple[int, NDArray[Any], NDArray[Any]], y: tuple[int, NDArray[Any], NDArray[Any]]
-) -> tuple[int, NDArray[Any], NDArray[Any]]:
-    return x[0] + y[0], x[1] + y[1], x[2] + y[2]
+    x: tuple[int, NDArray[np.int64], NDArray[Any], NDArray[Any]],
+    y: tuple[int, NDArray[np.int64], NDArray[Any], NDArray[Any]],
+) -> tuple[int, NDArray[np.int64], NDArray[Any], NDArray[Any]]:
+    k = np.maximum(x[1], y[1])
+    dx, dy = x[1] - k, y[1] - k
+    return (
+        x[0] + y[0],
+        k,
+        np.ldexp(x[2], dx) + np.ldexp(y[2], dy),
+        np.ldexp(x[3], 2 * dx) + np.ldexp(y[3], 2 * dy),
+    )
 
 
 def _rms_block(
-    mu: NDArray[np.float64], inv_sd: NDArray[np.float64], block: NDArray[Any], start: int
+    k: NDArray[np.int64],
+    mu: NDArray[np.float64],
+    inv_sd: NDArray[np.float64],
+    block: NDArray[Any],
+    start: int,
 ) -> NDArray[np.float64]:
-    a = block.astype(np.float64)  # one float64 copy of the block, standardised in place
+    """Per-row RMS of (a / 2^k - mu) * inv_sd, mu and 1 / inv_sd in units of 2^k."""
+    a = np.ldexp(block.astype(np.float64), -k)  # one float64 copy, standardised in place
     a -= mu
     a *= inv_sd
     return np.asarray(np.sqrt(np.einsum("ij,ij->i", a, a) / a.shape[1]))
@@ -69,17 +95,30 @@ def outlyingness(activations: Any) -> NDArray[np.float64]:
     Two chunked passes: the column sums (blocks added in row order), then the per-row RMS.
     The first pass checks every block for NaN/inf (the error names the row).
     """
-    n, total, sq = reduce_rows(_moments_block, _add_moments, activations, name="activations")
-    mu = total / n
-    sd = np.sqrt(np.maximum(sq / n - mu**2, 0.0))
+    n, k, total, sq = reduce_rows(_moments_block, _add_moments, activations, name="activations")
+    # in units of 2^k per column (exact: the same mean and sd as unscaled sums, without
+    # overflowing squares of activations beyond 1e154)
+    mu_k = total / n
+    sd_k = np.sqrt(np.maximum(sq / n - mu_k**2, 0.0))
+    sd = np.ldexp(sd_k, k)
     sd[sd == 0] = 1.0
-    parts = map_rows(
-        functools.partial(_rms_block, mu, 1.0 / sd),
-        activations,
-        name="activations",
-        check_finite=False,
-    )
-    return concat_rows(parts)
+    # (a - mu) / sd computed as (a / 2^k - mu_k) * (2^k / sd): the same numbers, exactly
+    with np.errstate(over="ignore", invalid="ignore"):
+        parts = map_rows(
+            functools.partial(_rms_block, k, mu_k, np.ldexp(1.0 / sd, k)),
+            activations,
+            name="activations",
+            check_finite=False,
+        )
+    out = concat_rows(parts)
+    bad = np.flatnonzero(~np.isfinite(out))
+    if bad.size:
+        raise LabelwiseError(
+            "activations must be small enough to standardise (|a| well below 1e308), got "
+            f"values whose standardised distance overflows at row {int(bad[0])}; divide "
+            "them by a constant first"
+        )
+    return out
 
 
 def _top_components(activations: Any, k: int, gen: np.random.Generator) -> NDArray[np.float64]:
@@ -87,8 +126,15 @@ def _top_components(activations: Any, k: int, gen: np.random.Generator) -> NDArr
     n = activations.shape[0]
     sub = np.sort(gen.choice(n, size=min(n, _PCA_ROWS), replace=False))
     a = np.asarray(take_rows(activations, sub), dtype=np.float64)
-    a -= a.mean(axis=0)
-    _vals, vecs = np.linalg.eigh(a.T @ a)
+    with np.errstate(over="ignore", invalid="ignore"):
+        a -= a.mean(axis=0)
+        gram = a.T @ a
+    if not np.isfinite(gram).all():  # activations beyond ~1e154: a power-of-2 scale (exact)
+        a = np.asarray(take_rows(activations, sub), dtype=np.float64)
+        a = np.ldexp(a, -int(_pow2_exponent(np.abs(a).max())))
+        a -= a.mean(axis=0)
+        gram = a.T @ a
+    _vals, vecs = np.linalg.eigh(gram)
     return vecs[:, ::-1][:, :k]
 
 
@@ -136,6 +182,9 @@ def surrogate_features(
         )
         cols += list(proj.T)
     x = np.column_stack(cols)
+    big = np.abs(x).max(axis=0) > 1e100
+    if big.any():  # projections of huge activations: a power-of-2 scale per column (exact)
+        x[:, big] = np.ldexp(x[:, big], -_pow2_exponent(np.abs(x[:, big]).max(axis=0)))
     sd = x.std(axis=0)
     sd[sd == 0] = 1.0
     return np.asarray((x - x.mean(axis=0)) / sd, dtype=np.float64)
