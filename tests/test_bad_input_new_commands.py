@@ -177,8 +177,8 @@ def test_corrupt_campaign_arrays(
     [
         ("selection", "x", "selection must be a JSON object"),
         ("selection.indices", [-1], "selection indices must be a list of rows in [0, 120)"),
-        ("selection.indices", "abc", "malformed field"),
-        ("selection.population_size", "x", "malformed field"),
+        ("selection.indices", "abc", "selection indices must be integer rows"),
+        ("selection.population_size", "x", "population_size must be a positive integer"),
         ("sources", 5, "'sources' must map each source"),
         ("sources.activations.path", 7, "'sources' must map each source"),
     ],
