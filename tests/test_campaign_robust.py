@@ -224,3 +224,14 @@ def test_active_design_stays_unbiased_through_exhaustion() -> None:
         err.append(float(c._active_draws().mean()) - y.mean())
     err = np.asarray(err)
     assert abs(err.mean()) < 4 * err.std() / np.sqrt(err.size)
+
+
+def test_regression_scores_too_large_for_a_variance_are_refused() -> None:
+    acts = np.random.default_rng(0).normal(size=(40, 3))
+    camp = lw.Campaign(acts, None, method="srs", rng=0)
+    rows = camp.propose(5)
+    with pytest.raises(lw.LabelwiseError, match="rescale the targets"):
+        camp.record(rows, [0.9, 0.8, 0.7, 0.95, -1e300])
+    assert camp.n_recorded == 0  # nothing recorded
+    camp.record(rows, [0.9, 0.8, 0.7, 0.95, -1e100])
+    assert camp.n_recorded == 5

@@ -22,6 +22,7 @@ from .._chunks import check_rows
 from .._json import jsonable
 from .._results import Estimate
 from .._validation import (
+    MAX_SCORE,
     RNGLike,
     check_int,
     check_probabilities,
@@ -433,6 +434,11 @@ class Campaign:
             )
         if self.task == "regression" and s.max() > 1:
             raise LabelwiseError(f"scores must be 1 - squared error (<= 1), got {s.max():g}")
+        if s.size and float(np.abs(s).max()) > MAX_SCORE:  # a variance would overflow float64
+            raise LabelwiseError(
+                f"scores must be at least -{MAX_SCORE:g} (their variance must fit a float64), "
+                f"got {s.min():g}; rescale the targets"
+            )
         self._scores[r] = s
 
     def _recorded_rows(self) -> NDArray[np.int64]:
