@@ -30,7 +30,7 @@ from .._validation import (
     check_rng,
     raise_if_nonfinite,
 )
-from ..estimation.estimators import srs_estimate
+from ..estimation.estimators import exact_estimate, srs_estimate
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 from ..io import atomic_write, write_json
 from ._anytime import BettingCS
@@ -679,18 +679,12 @@ class Campaign:
     def _active_estimate(self, conf: float, metric: str, notes: list[str]) -> Estimate:
         if self.n_recorded == self.population_size:
             # every row labelled: the pile's mean is known, whatever the draws weighted
-            value = float(np.mean(self._scores))
-            return Estimate(
-                value=value,
-                std_error=0.0,
-                ci_low=value,
-                ci_high=value,
-                confidence=conf,
-                n_labelled=self.population_size,
+            return exact_estimate(
+                float(np.mean(self._scores)),
+                self.population_size,
+                conf,
                 method="active",
                 metric=metric,
-                interval="exact (whole pile labelled)",
-                population_size=self.population_size,
                 notes=tuple(notes),
                 effective_sample_size=float(self.population_size),
             )

@@ -255,6 +255,33 @@ def wilson_interval(
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def exact_estimate(
+    value: float,
+    n_pop: int,
+    confidence: float,
+    *,
+    method: str,
+    metric: str,
+    notes: tuple[str, ...] = (),
+    effective_sample_size: float | None = None,
+) -> Estimate:
+    """The estimate when every row of the pile is labelled: the mean, a zero-width interval."""
+    return Estimate(
+        value=value,
+        std_error=0.0,
+        ci_low=value,
+        ci_high=value,
+        confidence=confidence,
+        n_labelled=n_pop,
+        method=method,
+        metric=metric,
+        interval="exact (whole pile labelled)",
+        population_size=n_pop,
+        notes=notes,
+        effective_sample_size=effective_sample_size,
+    )
+
+
 def _mean_estimate(
     y: NDArray[np.float64], n_pop: int | None, conf: float, *, method: str, metric: str | None
 ) -> Estimate:
@@ -264,18 +291,7 @@ def _mean_estimate(
     fpc = 1.0 if n_pop is None else 1 - n / n_pop
     notes: list[str] = []
     if n_pop is not None and n == n_pop:  # the whole pile is labelled: no sampling error
-        return Estimate(
-            value=value,
-            std_error=0.0,
-            ci_low=value,
-            ci_high=value,
-            confidence=conf,
-            n_labelled=n,
-            method=method,
-            metric=_metric(metric, binary),
-            interval="exact (whole pile labelled)",
-            population_size=n_pop,
-        )
+        return exact_estimate(value, n_pop, conf, method=method, metric=_metric(metric, binary))
     var1 = float(y.var(ddof=1)) if n > 1 else math.nan
     se = math.sqrt(fpc * var1 / n) if n > 1 else math.nan
     if binary:
