@@ -326,3 +326,19 @@ def test_label_page_state_that_is_malformed(
     line = _run(capsys, ["label", str(d), "--port", "0"])
     assert "labelling.state.json is malformed" in line and "delete it" in line
     assert _snapshot(d) == before
+
+
+def test_paths_the_system_refuses_get_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --out under a file, or a name longer than the file system allows: no traceback
+    (tmp_path / "afile").write_text("x")
+    srs = ["select", "--method", "srs", "--budget", "3", "--population-size", "10"]
+    for out, says in (
+        (tmp_path / "afile" / "sel", "Not a directory"),
+        (tmp_path / ("n" * 300), "File name too long"),
+    ):
+        assert main([*srs, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert says in err and "Traceback" not in err
+    assert (tmp_path / "afile").read_text() == "x"

@@ -389,3 +389,44 @@ def test_recorded_prefix_is_the_campaign_with_only_those_labels(pile: dict[str, 
     assert full.recorded_prefix(60).estimate() == full.estimate()
     with pytest.raises(lw.exceptions.LabelwiseError, match="n must be"):
         full.recorded_prefix(61)
+
+
+def test_report_out_never_replaces_what_it_should_not(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d, _est = _campaign(pile, capsys)
+    base = pile["dir"]
+    # an older report is replaced
+    (base / "old.html").write_text("old")
+    assert _run(["report", d, "--out", base / "old.html"], capsys)[0] == 0
+    assert (base / "old.html").read_text(encoding="utf-8").startswith("<!")
+    # any other existing file, a link, and the command's inputs are refused, untouched
+    (base / "notes.csv").write_text("keep me")
+    code, _out, err = _run(["report", d, "--out", base / "notes.csv"], capsys)
+    assert code == 2 and "will not overwrite" in err
+    assert (base / "notes.csv").read_text() == "keep me"
+    (base / "target.html").write_text("target")
+    (base / "link.html").symlink_to(base / "target.html")
+    code, _out, err = _run(["report", d, "--out", base / "link.html"], capsys)
+    assert code == 2 and "not a regular file" in err and (base / "link.html").is_symlink()
+    assert (base / "target.html").read_text() == "target"
+    # the campaign's activations file
+    code, _out, err = _run(["report", d, "--out", base / "acts.npy"], capsys)
+    assert code == 2 and "will not overwrite" in err
+    # Label Studio tasks (.json) over another labelwise directory's selection.json: refused
+    other = base / "other"
+    code, _out, err = _run(
+        ["select", "--method", "srs", "--budget", "5", "--population-size", "50", "--out", other],
+        capsys,
+    )
+    assert code == 0, err
+    before = (other / "selection.json").read_text()
+    assert _run(["next", d, "--batch", "5"], capsys)[0] == 0
+    code, _out, err = _run(["export", d, "--out", other / "selection.json"], capsys)
+    assert code == 2 and "would overwrite a file of the selection" in err
+    assert (other / "selection.json").read_text() == before
+    # paths the system refuses: a clear error, no traceback
+    code, _out, err = _run(["report", d, "--out", base / ("n" * 300 + ".html")], capsys)
+    assert code == 2 and "File name too long" in err and "Traceback" not in err
+    code, _out, err = _run(["report", d, "--out", base / "acts.npy" / "r.html"], capsys)
+    assert code == 2 and "is a file, not a directory" in err

@@ -481,6 +481,34 @@ def check_not_state(path: str | Path, directory: str | Path, what: str) -> None:
         )
 
 
+def check_output_file(
+    path: str | Path, directory: str | Path, what: str, *, suffixes: tuple[str, ...]
+) -> None:
+    """An error unless writing ``path`` can lose nothing of the user's.
+
+    Beyond :func:`check_not_state`: ``path`` must not be a link, device or pipe (an atomic
+    write would replace it); an existing file is overwritten only when its suffix is one of
+    ``suffixes`` (a report over an older report: never a CSV of labels or an .npy of
+    activations) and it is not a state file of another labelwise directory.
+    """
+    check_not_state(path, directory, what)
+    p = Path(path)
+    if p.is_symlink() or (p.exists() and not p.is_file()):
+        raise LabelwiseError(
+            f"{what} {p} exists and is not a regular file (a link, device or pipe); give a "
+            "new file name"
+        )
+    if not p.exists():
+        return
+    if p.suffix.lower() not in suffixes:
+        raise LabelwiseError(
+            f"{what} {p} exists and is not a {' / '.join(suffixes)} file; labelwise will not "
+            "overwrite it: give a new file name, or remove it first"
+        )
+    if p.parent.resolve() != Path(directory).resolve():
+        check_not_state(p, p.parent, what)
+
+
 def _check_name(name: str) -> None:
     if not name or not all(c.isalnum() or c in "-_" for c in name):
         raise LabelwiseError(f"name must be letters, digits, - or _, got {name!r}")

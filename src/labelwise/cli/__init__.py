@@ -95,6 +95,17 @@ def _main(argv: Sequence[str] | None) -> int:
         except (LabelwiseError, MissingDependencyError) as exc:
             print(f"labelwise: error: {exc}", file=sys.stderr)
             code = 2
+        except BrokenPipeError:
+            raise  # the reader left (| head): main ends quietly
+        except OSError as exc:  # a path the system refuses: too long, under a file, no right
+            what = exc.strerror or type(exc).__name__
+            where = f": {exc.filename}" if exc.filename else ""
+            print(
+                f"labelwise: error: {what}{where} (check the path, and that you may read or "
+                "write there)",
+                file=sys.stderr,
+            )
+            code = 2
         except Exception as exc:
             if not _raised_reading_zarr(exc):
                 raise

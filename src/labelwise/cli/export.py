@@ -14,7 +14,7 @@ from .._json import dumps
 from ..exceptions import LabelwiseError
 from ..io import atomic_write
 from ..labelstudio import label_studio_tasks
-from ..workspace import Workspace, check_directory, check_not_state
+from ..workspace import Workspace, check_directory, check_output_file
 
 
 def add_parser(sub: Any) -> None:
@@ -115,8 +115,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"labelwise export: note: {note}", file=sys.stderr)
     out = args.out if args.out is not None else args.dir / "label-studio-tasks.json"
     config_path = out.with_name(f"{out.stem}.config.xml")
-    for path in (out, config_path):
-        check_not_state(path, args.dir, "--out")
+    for path, kind in ((out, (".json",)), (config_path, (".xml",))):
+        check_output_file(path, args.dir, "--out", suffixes=kind)
     text = dumps(tasks, indent=2)
     atomic_write(out, lambda fh: fh.write(text))
     atomic_write(config_path, lambda fh: fh.write(config))

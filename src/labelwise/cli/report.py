@@ -8,7 +8,7 @@ from typing import Any
 
 from ..io import atomic_write
 from ..report import build_report
-from ..workspace import check_directory, check_not_state
+from ..workspace import check_directory, check_output_file
 from ._common import DefaultsHelpFormatter
 
 
@@ -46,7 +46,8 @@ def add_parser(sub: Any) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     check_directory(args.dir)
     out = args.out if args.out is not None else args.dir / "report.html"
-    check_not_state(out, args.dir, "--out")  # before the report is made
+    # before the report is made; an older report may be replaced, nothing else
+    check_output_file(out, args.dir, "--out", suffixes=(".html", ".htm"))
     page = build_report(
         args.dir, labels=args.labels, predictions=args.predictions, confidence=args.confidence
     )
