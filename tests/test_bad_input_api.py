@@ -110,3 +110,13 @@ def test_ces_range_beyond_float64_is_a_constant_neuron_with_its_warning() -> Non
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         lw.ces_select(np.random.default_rng(1).normal(size=(60, 3)), 20, rng=0)
+
+
+def test_nan_in_probabilities_is_named_by_its_row() -> None:
+    probs = np.random.default_rng(0).dirichlet(np.ones(3), 80)
+    probs[57, 1] = np.nan
+    with pytest.raises(lw.LabelwiseError, match="NaN or infinity at row 57"):
+        lw.css_select(probs, 20, rng=0)
+    acts = np.random.default_rng(1).normal(size=(80, 4))
+    with pytest.raises(lw.LabelwiseError, match="at row 57"):
+        lw.Campaign(acts, probs, rng=0)

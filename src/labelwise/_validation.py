@@ -226,12 +226,15 @@ def check_probabilities(arr: Any, flag: str) -> None:
             f"{flag} must be (N, C) class probabilities or (N,) confidences, got shape "
             f"{shape} of {dtype}"
         )
-    lo, hi, finite, seen = np.inf, -np.inf, True, False
+    lo, hi, seen = np.inf, -np.inf, False
     worst, worst_row, worst_sum = -1.0, 0, 1.0
     for start, block in _chunks.iter_blocks(a):
         b = block.astype(np.float64, copy=False)
         ok = np.isfinite(b)
-        finite = finite and bool(ok.all())
+        if not ok.all():
+            bad = ~ok if ok.ndim == 1 else ~ok.all(axis=1)
+            row = start + int(np.argmax(bad))
+            raise LabelwiseError(f"{flag} must be finite, got NaN or infinity at row {row}")
         values = b[~np.isnan(b)]
         if values.size:
             seen = True
@@ -244,7 +247,7 @@ def check_probabilities(arr: Any, flag: str) -> None:
                 worst, worst_row, worst_sum = float(off[i]), start + i, float(sums[i])
     if not seen:
         lo = hi = float("nan")
-    if not finite or lo < 0.0 or hi > 1.0:
+    if lo < 0.0 or hi > 1.0:
         raise LabelwiseError(
             f"{flag} must hold probabilities in [0, 1], got values in [{lo:.4g}, {hi:.4g}]{hint}"
         )
