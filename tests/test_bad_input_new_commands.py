@@ -3,6 +3,7 @@ changes no file: ``capture``, and ``export``, ``import``, ``report`` and ``label
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 from pathlib import Path
@@ -342,3 +343,44 @@ def test_paths_the_system_refuses_get_a_clear_error(
         err = capsys.readouterr().err
         assert says in err and "Traceback" not in err
     assert (tmp_path / "afile").read_text() == "x"
+
+
+def test_options_that_would_be_ignored_and_unclear_inputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gen = np.random.default_rng(0)
+    acts = tmp_path / "acts.npy"
+    np.save(acts, gen.normal(size=(60, 4)).astype(np.float32))
+    preds = tmp_path / "preds.npy"
+    np.save(preds, gen.integers(0, 3, (4, 60)))
+    table = tmp_path / "pile.csv"
+    table.write_text("a,b\n1,2\n")
+
+    def refused(argv: list[Any], says: str) -> None:
+        assert main([str(a) for a in argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert says in err and "Traceback" not in err, err
+
+    sel = tmp_path / "sel"
+    assert main(["select", "--method", "srs", "--budget", "5", "--activations", str(acts),
+                 "--seed", "1", "--out", str(sel)]) == 0  # fmt: skip
+    capsys.readouterr()
+    refused(["select", "--extend", sel, "--budget", "5", "--seed", "3"], "--seed does not apply")
+    refused(["select", "--method", "srs", "--budget", "5", "--activations", acts,
+             "--population-size", "100", "--out", tmp_path / "s2"],
+            "--population-size 100 differs")  # fmt: skip
+    refused(["select", "--method", "ddg", "--budget", "5", "--predictions", preds,
+             "--out", tmp_path / "s3"], "(M, N, C) probabilities")  # fmt: skip
+    refused(["select", "--method", "srs", "--budget", "5", "--activations", table,
+             "--out", tmp_path / "s4"], "labelwise capture --inputs")  # fmt: skip
+    refused(["estimate", sel, "--labels", tmp_path], "is a directory")
+    refused(["estimate", sel, "--labels", tmp_path / "x.csv", "--n-classes", "0"],
+            "--n-classes must be at least 2")  # fmt: skip
+    cp = tmp_path / "cp"
+    assert main(["select", "--method", "cppi", "--budget", "6", "--predictions", str(preds),
+                 "--seed", "0", "--out", str(cp)]) == 0  # fmt: skip
+    capsys.readouterr()
+    with open(cp / "to_label.csv", newline="") as fh:
+        rows = [int(r["row"]) for r in csv.DictReader(fh)]
+    (cp / "labels.csv").write_text("row,label\n" + "".join(f"{r},0\n" for r in rows))
+    refused(["rank", cp, "--labels", cp / "labels.csv", "--names", "a,a,b,c"], "distinct")

@@ -193,7 +193,11 @@ def load_array(path: str | os.PathLike[str], what: str, *, mmap: bool = True) ->
     try:
         arr = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
-        raise LabelwiseError(f"{what}: {p} is not a readable .npy array ({exc})") from None
+        text = str(exc)
+        if "allow_pickle" in text or "pickled" in text:
+            text = "not a .npy file written by numpy.save: a CSV or other table goes through "
+            text += "'labelwise capture --inputs FILE' first"
+        raise LabelwiseError(f"{what}: {p} is not a readable .npy array ({text})") from None
     if not isinstance(arr, np.ndarray):
         raise LabelwiseError(f"{what}: {p} must hold one array (.npy), not an archive")
     return arr
@@ -246,6 +250,8 @@ def read_labels_csv(
     unknown ids are errors naming them. A file with both columns must agree with ``ids``.
     """
     p = Path(path)
+    if p.is_dir():
+        raise LabelwiseError(f"--labels: {p} is a directory; give the CSV file of labels")
     if not p.is_file():
         raise LabelwiseError(f"--labels: {p} does not exist")
     try:

@@ -84,6 +84,8 @@ class Method:
 
     @property
     def needs(self) -> str:
+        if self.data == "predictions" and self.data_ndim == (3,):  # DeepGini: probabilities
+            return "predictions of several models: (M, N, C) probabilities"
         return NEEDS[self.data]
 
     @property

@@ -35,7 +35,11 @@ def fresh_seed() -> int:
 
 
 def check_seed(args: Any) -> None:
-    """Every command's ``--seed`` must be a non-negative integer (NumPy's rule), or absent."""
+    """Every command's ``--seed`` must be a non-negative integer (NumPy's rule), or absent;
+    ``--n-classes``, where a command has it, at least 2."""
     seed = getattr(args, "seed", None)
     if seed is not None and seed < 0:
         raise LabelwiseError(f"--seed must be a non-negative integer, got {seed}")
+    n_classes = getattr(args, "n_classes", None)
+    if n_classes is not None and n_classes < 2:
+        raise LabelwiseError(f"--n-classes must be at least 2, got {n_classes}")

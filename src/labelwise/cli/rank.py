@@ -85,6 +85,10 @@ def cmd_rank(args: argparse.Namespace) -> int:
     names = None if args.names is None else [n.strip() for n in args.names.split(",")]
     if names is not None and len(names) != preds.shape[0]:
         raise LabelwiseError(f"--names must name all {preds.shape[0]} models, got {len(names)}")
+    if names is not None and (not all(names) or len(set(names)) != len(names)):
+        raise LabelwiseError(
+            f"--names must be {preds.shape[0]} distinct, non-empty names, got {args.names!r}"
+        )
     if not 0 < args.rank_level < 1:
         raise LabelwiseError(f"--rank-level must be in (0, 1), got {args.rank_level}")
     if sel.method == "cppi":

@@ -148,6 +148,11 @@ def cmd_select(args: argparse.Namespace) -> int:
         raise LabelwiseError(
             f"the inputs must describe the same pile rows, got row counts {sorted(rows)}"
         )
+    if args.population_size is not None and rows and args.population_size not in rows:
+        raise LabelwiseError(
+            f"--population-size {args.population_size} differs from the {next(iter(rows))} rows "
+            "of the arrays given; leave it out (it is for SRS without any array)"
+        )
     data = _data(method, arrays, rows, args.population_size)
     store_classes(ws, args.classes, n_classes=_n_classes(arrays), fresh=True)
     sel = method.run(data, args.budget, rng=ws.seed, progress=True, **params)
@@ -221,6 +226,11 @@ def _select_extend(args: argparse.Namespace) -> int:
     if given:
         raise LabelwiseError(
             f"{', '.join(given)} cannot change an existing selection (its parameters are kept)"
+        )
+    if args.seed is not None:
+        raise LabelwiseError(
+            "--seed does not apply to --extend: the selection continues its own random stream "
+            "(so that selecting n and extending by m equals selecting n + m)"
         )
     data = None if method.data is None else ws.load_source(method.data)
     before = sel.budget
