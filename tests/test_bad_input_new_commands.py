@@ -384,3 +384,23 @@ def test_options_that_would_be_ignored_and_unclear_inputs(
         rows = [int(r["row"]) for r in csv.DictReader(fh)]
     (cp / "labels.csv").write_text("row,label\n" + "".join(f"{r},0\n" for r in rows))
     refused(["rank", cp, "--labels", cp / "labels.csv", "--names", "a,a,b,c"], "distinct")
+
+
+def test_more_options_that_would_mislead(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gen = np.random.default_rng(1)
+    acts = tmp_path / "acts.npy"
+    np.save(acts, gen.normal(size=(80, 4)).astype(np.float32))
+    probs = tmp_path / "probs.npy"
+    np.save(probs, gen.dirichlet(np.ones(3), 80).astype(np.float32))
+    argv = ["select", "--budget", "10", "--out", str(tmp_path / "s")]
+    assert main([*argv, "--method", "ces", "--activations", str(acts), "--epsilon", "0.1"]) == 2
+    assert "--epsilon applies to the ce objectives" in capsys.readouterr().err
+    assert main([*argv, "--method", "css", "--probs", str(probs), "--strata", "0.5,0.5"]) == 2
+    assert "give the allocation too" in capsys.readouterr().err
+    camp = tmp_path / "camp"
+    assert main(["campaign", str(camp), "--activations", str(acts), "--probs", str(probs)]) == 0
+    capsys.readouterr()
+    assert main(["rank", str(camp), "--labels", str(tmp_path / "l.csv")]) == 2
+    assert "holds a campaign" in capsys.readouterr().err

@@ -59,6 +59,11 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
+    if Workspace(args.dir).holds() == "campaign":
+        raise LabelwiseError(
+            f"DIR {args.dir} holds a campaign (one model's accuracy); rank ranks several "
+            "models from a selection: labelwise select --method sds|ddg|rdg|cppi --predictions"
+        )
     ws, sel = Workspace.open(args.dir)
     recorded = ws.load_source("predictions") if ws.has_source("predictions") else None
     store_classes(

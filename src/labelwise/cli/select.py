@@ -188,6 +188,12 @@ def _params(args: argparse.Namespace, method: registry.Method) -> dict[str, Any]
             raise LabelwiseError(f"{flag} {exc}") from None
         param.constraint.check(value, flag)
         out[opt["name"]] = value
+    objective = str(out.get("objective", "kl"))
+    if "epsilon" in out and not objective.startswith("ce"):
+        raise LabelwiseError(
+            f"--epsilon applies to the ce objectives (the floor of Eq. 8), not --objective "
+            f"{objective}; add --objective ce or leave --epsilon out"
+        )
     return out
 
 

@@ -237,6 +237,8 @@ def _allocation_weights(
     shares = _check_shares(allocation, "allocation")
     if len(shares) != sizes.size:
         raise LabelwiseError(
-            f"allocation must have one share per stratum ({sizes.size}), got {len(shares)}"
+            f"allocation must have one share per stratum ({sizes.size}), got {len(shares)} "
+            f"({', '.join(f'{x:g}' for x in shares)}); with other strata give the allocation "
+            "too, or 'proportional' / 'neyman'"
         )
     return np.asarray(shares), list(shares)
