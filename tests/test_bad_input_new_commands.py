@@ -404,3 +404,20 @@ def test_more_options_that_would_mislead(
     capsys.readouterr()
     assert main(["rank", str(camp), "--labels", str(tmp_path / "l.csv")]) == 2
     assert "holds a campaign" in capsys.readouterr().err
+
+
+def test_target_labels_for_a_classifier_say_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gen = np.random.default_rng(2)
+    probs = tmp_path / "probs.npy"
+    np.save(probs, gen.dirichlet(np.ones(3), 50).astype(np.float32))
+    sel = tmp_path / "sel"
+    assert main(["select", "--method", "css", "--budget", "9", "--probs", str(probs),
+                 "--seed", "0", "--out", str(sel)]) == 0  # fmt: skip
+    with open(sel / "to_label.csv", newline="") as fh:
+        rows = [int(r["row"]) for r in csv.DictReader(fh)]
+    (sel / "t.csv").write_text("row,target\n" + "".join(f"{r},0.5\n" for r in rows))
+    capsys.readouterr()
+    assert main(["estimate", str(sel), "--labels", str(sel / "t.csv")]) == 2
+    assert "give a 'label' column" in capsys.readouterr().err

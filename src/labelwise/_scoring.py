@@ -67,6 +67,14 @@ def selection_scores(
         return values.astype(np.float64), None
     picked, flag = selection_predictions(ws, sel, predictions)
     if kind == "target":
+        width = 1 if picked.ndim == 1 else int(np.prod(picked.shape[1:]))
+        if width != (1 if values.ndim == 1 else int(np.prod(values.shape[1:]))):
+            raise LabelwiseError(
+                f"the labels file has a 'target' column (regression) but {flag} holds "
+                f"{picked.shape[1:]} values per row (class probabilities?): for a classifier "
+                "give a 'label' column with the true class; for regression give --predictions "
+                "with the model's outputs"
+            )
         return regression_scores(picked, values), "1-MSE"
     if picked.ndim == 2:
         check_probabilities(picked, flag)
