@@ -120,3 +120,11 @@ def test_nan_in_probabilities_is_named_by_its_row() -> None:
     acts = np.random.default_rng(1).normal(size=(80, 4))
     with pytest.raises(lw.LabelwiseError, match="at row 57"):
         lw.Campaign(acts, probs, rng=0)
+
+
+def test_extend_checks_the_recorded_parameters() -> None:
+    acts = np.random.default_rng(0).normal(size=(120, 4))
+    d = lw.ces_select(acts, 20, rng=0).to_dict()
+    d["params"] = dict(d["params"], n_groups=-1)
+    with pytest.raises(lw.LabelwiseError, match="selection parameter n_groups must be"):
+        lw.extend(lw.Selection.from_dict(d), acts, 10)

@@ -37,8 +37,16 @@ def extend(selection: Selection, data: Any, additional: int, *, rng: RNGLike = N
 
     if selection.method not in registry.names():
         raise LabelwiseError(f"selections made by {selection.method!r} cannot be extended")
+    spec = registry.get(selection.method)
+    declared = spec.params
+    for name, value in selection.params.items():  # a hand-edited file: the select rules
+        if name in declared:
+            try:
+                declared[name].constraint.check(value, name)
+            except LabelwiseError as exc:
+                raise LabelwiseError(f"selection parameter {exc}; restore the file") from None
     try:
-        return registry.get(selection.method).extend(selection, data, additional, rng)
+        return spec.extend(selection, data, additional, rng)
     except KeyError as exc:  # a selection file without its method's parameters
         raise LabelwiseError(
             f"selection is missing its {selection.method} parameter {exc}: it cannot be "
