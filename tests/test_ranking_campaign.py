@@ -191,7 +191,8 @@ def test_prob_best_is_calibrated_on_the_six_model_zoo() -> None:
     0.864), Brier 0.066 against 0.070; on 120 other seeds 0.157 (bin 0.5-0.7: 0.60 / 0.44),
     Brier 0.058 against 0.069 (the bins of ~60 entries have a binomial sd of ~0.06).
     With uniform share 0.3, power 2 and tau0 0.002: largest gap 0.102 (bin 0.5-0.7: 0.595 /
-    0.493), Brier 0.063 against 0.070.
+    0.493), Brier 0.063 against 0.070. With prob_guard 0.15: 0.090 (bin 0.5-0.7: 0.604 /
+    0.514), Brier 0.063 against 0.140.
     """
     pred_p, hit = [], []
     for rep in range(120):
