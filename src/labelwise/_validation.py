@@ -96,6 +96,24 @@ def check_finite_array(
     return arr
 
 
+#: Largest activation / feature magnitude the distance-based metrics accept: they square
+#: differences, and float64 overflows past about 1e154 (NaN statistics, silent zeros).
+MAX_FEATURE = 1e150
+
+
+def check_magnitude(arr: NDArray[Any], name: str, limit: float = MAX_FEATURE) -> None:
+    """An error naming the first row whose values exceed ``limit`` in magnitude."""
+    if not arr.size or arr.dtype.kind not in "f" or float(np.finfo(arr.dtype).max) <= limit:
+        return  # integers and float16/32 cannot exceed it
+    big = np.abs(np.asarray(arr).reshape(arr.shape[0], -1)) > limit
+    rows = np.flatnonzero(big.any(axis=1))
+    if rows.size:
+        raise LabelwiseError(
+            f"{name} must be at most {limit:g} in magnitude (distances square them), got a "
+            f"larger value at row {int(rows[0])}; rescale the features"
+        )
+
+
 def raise_if_nonfinite(arr: NDArray[Any], name: str) -> None:
     """Raise naming the first row with NaN or infinity (one chunked pass, :mod:`._chunks`)."""
     _chunks.raise_if_nonfinite(arr, name)

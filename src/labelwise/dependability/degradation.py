@@ -360,6 +360,12 @@ def _correctness(labels: Any, predictions: Any) -> NDArray[np.float64]:
         y = y.astype(np.int64)
         if p.shape[1] == 0:
             raise LabelwiseError(f"predictions as (N, C) scores need C >= 1, got {p.shape}")
+        bad = (y < 0) | (y >= p.shape[1])
+        if bad.any():
+            raise LabelwiseError(
+                f"labels must be classes in [0, {p.shape[1]}) (the score columns), got "
+                f"{y[bad][:5].tolist()}"
+            )
         p = p.argmax(axis=1)
     p = _as_1d(p, "predictions")
     if p.size != y.size:

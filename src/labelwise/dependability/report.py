@@ -67,7 +67,10 @@ def dependability_report(
     scenario table is given) scenario coverage, accuracy per scenario and the next scenarios
     to collect, and (when a severity matrix is given) weighted confusion."""
     probs = check_finite_array(probabilities, "probabilities", ndim=2)
-    y = np.asarray(check_finite_array(labels, "labels", ndim=1)).astype(np.int64)
+    raw = np.asarray(check_finite_array(labels, "labels", ndim=1))
+    if raw.dtype.kind == "f" and not np.all(raw == np.round(raw)):
+        raise LabelwiseError("labels must be integer class labels, got fractional values")
+    y = raw.astype(np.int64)
     if y.size != probs.shape[0]:
         raise LabelwiseError(
             f"labels must have one entry per input ({probs.shape[0]}), got {y.size}"

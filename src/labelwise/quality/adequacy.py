@@ -57,7 +57,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._chunks import accumulate_like, check_per_input
 from .._contract import Result, _readonly
-from .._validation import check_finite_array, check_int
+from .._validation import check_finite_array, check_int, check_magnitude
 from ..dependability.neuron import NeuronKCoverage
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 
@@ -197,6 +197,7 @@ def _as_layers(activations: Any, name: str, *, min_rows: int) -> list[NDArray[np
             )
         arr = arr.reshape(arr.shape[0], prod(arr.shape[1:]))
         arr = check_finite_array(arr, label, ndim=2, min_rows=min_rows)
+        check_magnitude(arr, label)
         if arr.shape[1] == 0:
             raise LabelwiseError(f"{label} must have at least one neuron, got shape {arr.shape}")
         layers.append(np.asarray(arr, dtype=np.float64))

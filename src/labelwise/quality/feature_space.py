@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._chunks import check_rows, concat_rows, map_rows, reduce_rows
 from .._contract import JSON_OMIT, Result
 from .._deps import require
-from .._validation import check_band, check_finite_array, check_int, check_rng
+from .._validation import check_band, check_finite_array, check_int, check_magnitude, check_rng
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 
 __all__ = [
@@ -282,6 +282,7 @@ def _check_labels(labels: ArrayLike, name: str) -> NDArray[np.int64]:
 
 def _check_features(features: ArrayLike, name: str) -> NDArray[np.float64]:
     arr = check_finite_array(features, name, ndim=(2, 3, 4, 5))
+    check_magnitude(arr, name)
     return np.asarray(arr, dtype=np.float64).reshape(arr.shape[0], -1)
 
 
@@ -450,6 +451,10 @@ def _shares(counts: NDArray[Any], totals: NDArray[Any], what: str) -> NDArray[np
 # --------------------------------------------------------------------------- metrics
 
 
+#: Most classes equivalence_partitioning counts (one count each).
+_MAX_CLASSES = 10_000_000
+
+
 def equivalence_partitioning(
     labels: ArrayLike, n_classes: int | None = None
 ) -> EquivalencePartitioning:
@@ -475,7 +480,16 @@ def equivalence_partitioning(
     """
     y = _check_labels(labels, "labels")
     top = int(y.max()) + 1
-    c = top if n_classes is None else check_int(n_classes, "n_classes", minimum=1)
+    if top > _MAX_CLASSES:  # one count per class: a stray id would allocate gigabytes
+        raise LabelwiseError(
+            f"labels must be class indices 0..C-1 with C at most {_MAX_CLASSES:,}, got a label "
+            f"{top - 1}; map class ids to indices first"
+        )
+    c = (
+        top
+        if n_classes is None
+        else check_int(n_classes, "n_classes", minimum=1, maximum=_MAX_CLASSES)
+    )
     if c < top:
         raise LabelwiseError(
             f"n_classes must be > every label (labels go up to {top - 1}), got {c}"

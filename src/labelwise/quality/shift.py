@@ -29,7 +29,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._contract import Result
-from .._validation import check_finite_array, check_int, check_probability, check_rng
+from .._validation import (
+    check_finite_array,
+    check_int,
+    check_magnitude,
+    check_probability,
+    check_rng,
+)
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 from .feature_space import _check_train_test
 
@@ -215,6 +221,7 @@ def _holm(p: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def _check_sample(a: ArrayLike, name: str) -> NDArray[np.float64]:
     arr = check_finite_array(a, name, ndim=(1, 2, 3, 4, 5), min_rows=2)
+    check_magnitude(arr, name)
     arr = np.asarray(arr, dtype=np.float64)
     return arr.reshape(arr.shape[0], -1) if arr.ndim > 1 else arr[:, None]
 

@@ -39,7 +39,7 @@ from scipy.spatial.distance import cdist
 from scipy.special import logsumexp
 
 from .._contract import Result
-from .._validation import check_int, check_numeric_array, raise_if_nonfinite
+from .._validation import check_int, check_magnitude, check_numeric_array, raise_if_nonfinite
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 
 __all__ = ["DSA", "LSA", "MDSA", "SurpriseCoverage", "surprise_coverage"]
@@ -68,6 +68,7 @@ def _check_acts(acts: ArrayLike, name: str, *, min_rows: int = 1) -> NDArray[np.
     arr = np.asarray(arr, dtype=np.float64)
     if arr.size:
         raise_if_nonfinite(arr, name)
+        check_magnitude(arr, name)
     return arr
 
 
@@ -507,7 +508,9 @@ def surprise_coverage(
     nan = np.flatnonzero(np.isnan(arr))
     if nan.size:
         raise LabelwiseError(f"surprise must not hold NaN, found one at position {int(nan[0])}")
-    n_buckets = check_int(n_buckets, "n_buckets", minimum=1)
+    # one count (and one threshold) per bucket: 10 million is far beyond any use (SC uses
+    # about 1,000) and keeps a typo from allocating gigabytes
+    n_buckets = check_int(n_buckets, "n_buckets", minimum=1, maximum=10_000_000)
     try:
         upper = float(upper)
     except (TypeError, ValueError):
