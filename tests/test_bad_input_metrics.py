@@ -61,3 +61,13 @@ def test_one_stray_id_does_not_allocate_gigabytes() -> None:
         q.equivalence_partitioning([0, 1, 10**12])
     with pytest.raises(lw.LabelwiseError, match="n_buckets must be"):
         q.surprise_coverage(np.array([1.0]), upper=5, n_buckets=10**9)
+
+
+def test_mmd_does_not_move_with_a_common_offset() -> None:
+    a = GEN.normal(size=(100, 8))
+    b = GEN.normal(size=(100, 8)) + 0.5
+    base = q.mmd_test(a, b, n_permutations=100, rng=0)
+    far = q.mmd_test(a + 1e8, b + 1e8, n_permutations=100, rng=0)
+    assert far.statistic == pytest.approx(base.statistic, rel=1e-6)
+    assert far.bandwidth == pytest.approx(base.bandwidth, rel=1e-6)
+    assert far.p_value == base.p_value

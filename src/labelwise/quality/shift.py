@@ -153,6 +153,9 @@ class MMDShift(Result):
 
 
 def _pairwise_sq(z: NDArray[np.float64]) -> NDArray[np.float64]:
+    # centred first: |a|^2 + |b|^2 - 2ab loses the distances to cancellation when the data
+    # sit far from the origin (a common offset of 1e8 moved the MMD² from 0.060 to 0.035)
+    z = z - z.mean(axis=0, keepdims=True)
     norms = np.einsum("ij,ij->i", z, z)
     d = norms[:, None] + norms[None, :] - 2.0 * (z @ z.T)
     np.maximum(d, 0.0, out=d)
