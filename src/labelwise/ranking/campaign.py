@@ -1053,13 +1053,15 @@ def _rank_sets(
     """Per-model rank quantiles at level 1 - (1 - level) / M (Bonferroni: simultaneous)."""
     _d, m = draws.shape
     # rank of each model in each draw: 1 + the number of models strictly better (ties, as
-    # between identical models, share the better rank)
-    ranks = np.concatenate(
-        [
-            (b[:, None, :] > b[:, :, None]).sum(axis=2) + 1
-            for b in np.array_split(draws, -(-_d // 512))
-        ]
-    )
+    # between identical models, share the better rank): positions in the sorted draw, each
+    # run of equal values given the position of its first
+    order = np.argsort(-draws, axis=1, kind="stable")
+    ordered = np.take_along_axis(draws, order, axis=1)
+    new = np.ones(ordered.shape, dtype=bool)
+    new[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    first = np.maximum.accumulate(np.where(new, np.arange(1, m + 1), 0), axis=1)
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, first, axis=1)
     alpha = (1 - level) / m
     low = np.quantile(ranks, alpha / 2, axis=0, method="lower").astype(np.int64)
     high = np.quantile(ranks, 1 - alpha / 2, axis=0, method="higher").astype(np.int64)
