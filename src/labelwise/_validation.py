@@ -96,21 +96,30 @@ def check_finite_array(
     return arr
 
 
-#: Largest activation / feature magnitude the distance-based metrics accept: they square
-#: differences, and float64 overflows past about 1e154 (NaN statistics, silent zeros).
-MAX_FEATURE = 1e150
+#: Largest magnitude of a score, activation or feature: variances and distances square
+#: them, and float64 overflows past about 1e154 (NaN or zero-width intervals, NaN
+#: statistics, silent zeros), not an error.
+MAX_MAGNITUDE = 1e150
 
 
-def check_magnitude(arr: NDArray[Any], name: str, limit: float = MAX_FEATURE) -> None:
-    """An error naming the first row whose values exceed ``limit`` in magnitude."""
+def check_magnitude(
+    arr: NDArray[Any],
+    name: str,
+    *,
+    why: str = "distances square them",
+    fix: str = "rescale the features",
+    unit: str = "row",
+) -> None:
+    """An error naming the first ``unit`` whose values exceed :data:`MAX_MAGNITUDE`."""
+    limit = MAX_MAGNITUDE
     if not arr.size or arr.dtype.kind not in "f" or float(np.finfo(arr.dtype).max) <= limit:
         return  # integers and float16/32 cannot exceed it
     big = np.abs(np.asarray(arr).reshape(arr.shape[0], -1)) > limit
     rows = np.flatnonzero(big.any(axis=1))
     if rows.size:
         raise LabelwiseError(
-            f"{name} must be at most {limit:g} in magnitude (distances square them), got a "
-            f"larger value at row {int(rows[0])}; rescale the features"
+            f"{name} must be at most {limit:g} in magnitude ({why}), got a larger value at "
+            f"{unit} {int(rows[0])}; {fix}"
         )
 
 
@@ -143,22 +152,22 @@ def check_confidence(confidence: Any) -> float:
     return check_probability(confidence, "confidence")
 
 
-#: Largest score magnitude the estimators accept: their variances square the scores, and
-#: float64 overflows past about 1e154 (NaN or zero-width intervals, not an error).
-MAX_SCORE = 1e150
-
-
 def check_scores(scores: ArrayLike, name: str = "scores") -> NDArray[np.float64]:
     """Per-sample scores H as a 1-D float64 array with at least one element, |H| <= 1e150."""
     y = np.asarray(check_finite_array(scores, name, ndim=1, min_rows=1), dtype=np.float64)
-    big = np.abs(y) > MAX_SCORE
-    if big.any():
-        i = int(np.argmax(big))
-        raise LabelwiseError(
-            f"{name} must be at most {MAX_SCORE:g} in magnitude (their variance must fit a "
-            f"float64), got {y[i]:.4g} at position {i}; rescale the targets"
-        )
+    check_score_magnitude(y, name)
     return y
+
+
+def check_score_magnitude(scores: NDArray[Any], name: str = "scores") -> None:
+    """Scores whose variance fits a float64 (:func:`check_magnitude`)."""
+    check_magnitude(
+        scores,
+        name,
+        why="their variance must fit a float64",
+        fix="rescale the targets",
+        unit="position",
+    )
 
 
 def is_binary(scores: NDArray[Any]) -> bool:
@@ -250,9 +259,7 @@ def check_probabilities(arr: Any, flag: str) -> None:
         b = block.astype(np.float64, copy=False)
         ok = np.isfinite(b)
         if not ok.all():
-            bad = ~ok if ok.ndim == 1 else ~ok.all(axis=1)
-            row = start + int(np.argmax(bad))
-            raise LabelwiseError(f"{flag} must be finite, got NaN or infinity at row {row}")
+            _chunks._check_block(b, start, 0, flag)  # names the first row holding it
         values = b[~np.isnan(b)]
         if values.size:
             seen = True

@@ -22,13 +22,12 @@ from .._chunks import check_rows
 from .._json import jsonable
 from .._results import Estimate
 from .._validation import (
-    MAX_SCORE,
     RNGLike,
     check_int,
     check_probabilities,
     check_probability,
     check_rng,
-    raise_if_nonfinite,
+    check_score_magnitude,
 )
 from ..estimation.estimators import exact_estimate, srs_estimate
 from ..exceptions import DegenerateDataWarning, LabelwiseError
@@ -434,11 +433,7 @@ class Campaign:
             )
         if self.task == "regression" and s.max() > 1:
             raise LabelwiseError(f"scores must be 1 - squared error (<= 1), got {s.max():g}")
-        if s.size and float(np.abs(s).max()) > MAX_SCORE:  # a variance would overflow float64
-            raise LabelwiseError(
-                f"scores must be at least -{MAX_SCORE:g} (their variance must fit a float64), "
-                f"got {s.min():g}; rescale the targets"
-            )
+        check_score_magnitude(s)
         self._scores[r] = s
 
     def _recorded_rows(self) -> NDArray[np.int64]:
@@ -1096,8 +1091,7 @@ def _check_class_probabilities(probabilities: ArrayLike) -> Any:
     """(N, C) class probabilities, C >= 2: values in [0, 1], rows summing to 1 (the CLI's
     check, :func:`labelwise._validation.check_probabilities`, with its hint for logits)."""
     probs = check_rows(probabilities, "probabilities", ndim=2)
-    raise_if_nonfinite(probs, "probabilities")  # names the row (check_probabilities does not)
-    check_probabilities(probs, "probabilities")
+    check_probabilities(probs, "probabilities")  # names the row of a NaN
     if probs.shape[1] < 2:
         raise LabelwiseError(
             f"probabilities must have a column per class (at least 2), got shape "
