@@ -31,16 +31,22 @@ def check_rng(rng: Any) -> np.random.Generator:
 
 
 def check_budget(
-    budget: Any, population_size: int, *, name: str = "budget", minimum: int = 1
+    budget: Any,
+    population_size: int,
+    *,
+    name: str = "budget",
+    minimum: int = 1,
+    context: str | None = None,
 ) -> int:
-    """An integer in ``[minimum, population_size]``."""
+    """An integer in ``[minimum, population_size]``; ``context`` replaces the error's
+    "the population has N rows" (e.g. how many of them are left)."""
     if isinstance(budget, bool) or not isinstance(budget, int | np.integer):
         raise LabelwiseError(f"{name} must be an integer, got {budget!r}")
     budget = int(budget)
     if budget < minimum or budget > population_size:
+        why = context or f"the population has {population_size} rows"
         raise LabelwiseError(
-            f"{name} must be in [{minimum}, {population_size}] "
-            f"(the population has {population_size} rows), got {budget}"
+            f"{name} must be in [{minimum}, {population_size}] ({why}), got {budget}"
         )
     return budget
 

@@ -111,11 +111,10 @@ def check_additional(selection: Any, additional: Any) -> int:
     left = selection.population_size - selection.budget
     if left == 0:
         raise LabelwiseError("additional budget cannot be met: every row is already selected")
-    number = isinstance(additional, int | np.integer) and not isinstance(additional, bool)
-    if number and not 1 <= additional <= left:
-        raise LabelwiseError(
-            f"additional budget must be in [1, {left}] (the population has "
-            f"{selection.population_size} rows, {left} of them not yet selected), got "
-            f"{int(additional)}"
-        )
-    return check_budget(additional, left, name="additional budget")
+    return check_budget(
+        additional,
+        left,
+        name="additional budget",
+        context=f"the population has {selection.population_size} rows, {left} of them not yet "
+        "selected",
+    )
