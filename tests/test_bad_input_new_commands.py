@@ -3,7 +3,6 @@ changes no file: ``capture``, and ``export``, ``import``, ``report`` and ``label
 
 from __future__ import annotations
 
-import csv
 import json
 import shutil
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from label_helpers import proposed
 from labelwise.cli import main
 
 
@@ -380,8 +380,7 @@ def test_options_that_would_be_ignored_and_unclear_inputs(
     assert main(["select", "--method", "cppi", "--budget", "6", "--predictions", str(preds),
                  "--seed", "0", "--out", str(cp)]) == 0  # fmt: skip
     capsys.readouterr()
-    with open(cp / "to_label.csv", newline="") as fh:
-        rows = [int(r["row"]) for r in csv.DictReader(fh)]
+    rows = proposed(cp)
     (cp / "labels.csv").write_text("row,label\n" + "".join(f"{r},0\n" for r in rows))
     refused(["rank", cp, "--labels", cp / "labels.csv", "--names", "a,a,b,c"], "distinct")
 
@@ -415,8 +414,7 @@ def test_target_labels_for_a_classifier_say_what_to_do(
     sel = tmp_path / "sel"
     assert main(["select", "--method", "css", "--budget", "9", "--probs", str(probs),
                  "--seed", "0", "--out", str(sel)]) == 0  # fmt: skip
-    with open(sel / "to_label.csv", newline="") as fh:
-        rows = [int(r["row"]) for r in csv.DictReader(fh)]
+    rows = proposed(sel)
     (sel / "t.csv").write_text("row,target\n" + "".join(f"{r},0.5\n" for r in rows))
     capsys.readouterr()
     assert main(["estimate", str(sel), "--labels", str(sel / "t.csv")]) == 2

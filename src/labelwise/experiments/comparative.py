@@ -130,6 +130,22 @@ def ranking_quality(
     return q["spearman"], q["jaccard"]
 
 
+def zoo_selection(
+    method: str,
+    predictions: NDArray[np.int64],
+    probabilities: NDArray[np.float32],
+    size: int,
+    gen: np.random.Generator,
+) -> Any:
+    """One selection of ``size`` rows of a zoo's pile by the registry's ``method`` (SDS, DDG,
+    RDG, SRS): the (M, N) predicted classes where the method takes them, else the (M, N, C)
+    probabilities (DDG and RDG need them), else just N (SRS)."""
+    spec = registry.get(REGISTRY_NAMES[method])
+    data = {None: predictions.shape[1], "predictions": probabilities, "probs": probabilities}
+    arr = predictions if 2 in spec.data_ndim else data[spec.data]
+    return spec.run(arr, size, rng=gen)
+
+
 def prefix_estimates(
     correct: NDArray[np.bool_], order: NDArray[np.int64], sizes: Sequence[int]
 ) -> NDArray[np.float64]:
@@ -200,8 +216,6 @@ def run_ranking_study(
     sizes, top = config.sizes, max(config.sizes)
     ks = tuple(k for k in config.ks if k <= len(model_names)) or (1,)
     res = RankingStudy(name, model_names, true_acc, sizes)
-    # what each registry data key means here; DDG and RDG need the probabilities
-    data = {None: labels.size, "predictions": probabilities, "probs": probabilities}
     usable = [a for a in activations if a is not None]
     for method in METHODS:
         res.spearman[method] = np.empty((config.repetitions, len(sizes)))
@@ -224,9 +238,8 @@ def run_ranking_study(
                     gen = np.random.default_rng(seeds[-1])
                     est = campaign_estimates(predictions, labels, sizes, gen)
                 else:
-                    spec = registry.get(REGISTRY_NAMES[method])
-                    arr = predictions if 2 in spec.data_ndim else data[spec.data]
-                    sel = spec.run(arr, top, rng=np.random.default_rng(seeds[m]))
+                    gen = np.random.default_rng(seeds[m])
+                    sel = zoo_selection(method, predictions, probabilities, top, gen)
                     est = prefix_estimates(correct, sel.indices, sizes)
                 q = estimate_quality(est, true_acc, ks)
                 res.spearman[method][r] = q["spearman"]

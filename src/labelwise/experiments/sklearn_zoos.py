@@ -33,15 +33,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import registry
 from .._validation import check_int
 from ..exceptions import DegenerateDataWarning, LabelwiseError
+from ..sampling.sds import majority_vote
 from .comparative import (
-    REGISTRY_NAMES,
     REPORT_SIZES,
     campaign_estimates,
     estimate_quality,
     prefix_estimates,
+    zoo_selection,
 )
 
 __all__ = ["SklearnZoo", "ZooComparison", "compare", "format_comparison", "sklearn_zoo"]
@@ -167,7 +167,7 @@ def compare(
     for meth in METHODS:
         res.values[meth] = {q: np.empty((repetitions, len(sizes))) for q in metrics}
     # the vote: each model's agreement with the majority vote on the whole pile, no label
-    agree = (zoo.predictions == _vote(zoo.predictions)[None, :]).mean(axis=1)
+    agree = (zoo.predictions == majority_vote(zoo.predictions)[None, :]).mean(axis=1)
     vote_q = estimate_quality(np.tile(agree, (len(sizes), 1)), truth, (k,))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateDataWarning)
@@ -181,14 +181,9 @@ def compare(
                     if meth == "CPPI":
                         est = campaign_estimates(zoo.predictions, zoo.labels, sizes, gen)
                     else:
-                        # as labelwise study comparative feeds the registry
-                        spec = registry.get(REGISTRY_NAMES[meth])
-                        data: Any = {None: n, "predictions": zoo.probabilities}.get(
-                            spec.data, zoo.probabilities
+                        sel = zoo_selection(
+                            meth, zoo.predictions, zoo.probabilities, sizes[-1], gen
                         )
-                        if 2 in spec.data_ndim:
-                            data = zoo.predictions
-                        sel = spec.run(data, sizes[-1], rng=gen)
                         est = prefix_estimates(correct, sel.indices, sizes)
                     q = estimate_quality(est, truth, (k,))
                 vals = res.values[meth]
@@ -197,12 +192,6 @@ def compare(
                 vals["regret"][r] = q["regret"]
                 vals["best"][r] = q["best"]
     return res
-
-
-def _vote(pred: NDArray[np.int64]) -> NDArray[np.int64]:
-    from ..sampling.sds import majority_vote
-
-    return np.asarray(majority_vote(pred), dtype=np.int64)
 
 
 def format_comparison(res: ZooComparison) -> str:
