@@ -50,15 +50,19 @@ def _pow2_exponent(m: NDArray[np.float64]) -> NDArray[np.int64]:
 
 
 def _moments_block(
-    block: NDArray[Any], start: int
+    scaled: bool, block: NDArray[Any], start: int
 ) -> tuple[int, NDArray[np.int64], NDArray[Any], NDArray[Any]]:
-    """Rows, per-column exponent k and the sums of a / 2^k and of (a / 2^k)²: scaled by powers
-    of 2 (exact), so activations of 1e155 do not overflow their squares and ordinary ones
-    give the very sums they gave unscaled (times 2^-k)."""
+    """Rows, per-column exponent k and the sums of a / 2^k and of (a / 2^k)². ``scaled``: k
+    brings every column's largest |a| to at most 1 (powers of 2: exact), so activations of
+    1e155 do not overflow their squares; else k = 0, the plain sums (an overflow is left to
+    the caller, which then scales: :func:`outlyingness`)."""
     a = block.astype(np.float64)
-    k = _pow2_exponent(np.abs(a).max(axis=0)) if a.shape[0] else np.zeros(a.shape[1], np.int64)
-    a = np.ldexp(a, -k)
-    return a.shape[0], k, a.sum(axis=0), np.einsum("ij,ij->j", a, a)
+    k = np.zeros(a.shape[1], np.int64)
+    if scaled and a.shape[0]:
+        k = _pow2_exponent(np.abs(a).max(axis=0))
+        a = np.ldexp(a, -k)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return a.shape[0], k, a.sum(axis=0), np.einsum("ij,ij->j", a, a)
 
 
 def _add_moments(
@@ -83,7 +87,9 @@ def _rms_block(
     start: int,
 ) -> NDArray[np.float64]:
     """Per-row RMS of (a / 2^k - mu) * inv_sd, mu and 1 / inv_sd in units of 2^k."""
-    a = np.ldexp(block.astype(np.float64), -k)  # one float64 copy, standardised in place
+    a = block.astype(np.float64)  # one float64 copy, standardised in place
+    if k.any():
+        a = np.ldexp(a, -k)
     a -= mu
     a *= inv_sd
     return np.asarray(np.sqrt(np.einsum("ij,ij->i", a, a) / a.shape[1]))
@@ -93,11 +99,18 @@ def outlyingness(activations: Any) -> NDArray[np.float64]:
     """RMS of the standardised activations: sqrt(mean_j ((a_ij - mean_j) / sd_j)²).
 
     Two chunked passes: the column sums (blocks added in row order), then the per-row RMS.
-    The first pass checks every block for NaN/inf (the error names the row).
+    The first pass checks every block for NaN/inf (the error names the row). Activations
+    whose squares overflow (beyond about 1e154) are summed again in units of 2^k per column
+    (exact), so ordinary piles pay for no scaling.
     """
-    n, k, total, sq = reduce_rows(_moments_block, _add_moments, activations, name="activations")
-    # in units of 2^k per column (exact: the same mean and sd as unscaled sums, without
-    # overflowing squares of activations beyond 1e154)
+    n, k, total, sq = reduce_rows(
+        functools.partial(_moments_block, False), _add_moments, activations, name="activations"
+    )
+    if not (np.isfinite(total).all() and np.isfinite(sq).all()):
+        n, k, total, sq = reduce_rows(
+            functools.partial(_moments_block, True), _add_moments, activations, name="activations"
+        )
+    # in units of 2^k per column (k = 0 unless scaled)
     mu_k = total / n
     sd_k = np.sqrt(np.maximum(sq / n - mu_k**2, 0.0))
     sd = np.ldexp(sd_k, k)
