@@ -453,6 +453,37 @@ def test_help_explains(capsys: pytest.CaptureFixture) -> None:
         assert word in out
 
 
+SUBCOMMANDS = [
+    ["select"],
+    ["campaign"],
+    ["next"],
+    ["label"],
+    ["estimate"],
+    ["export"],
+    ["import"],
+    ["report"],
+    ["rank"],
+    ["capture"],
+    ["dependability"],
+    ["quality"],
+    ["demo"],
+    ["study", "operational"],
+    ["study", "comparative"],
+    ["study", "quality"],
+]
+
+
+@pytest.mark.parametrize("sub", SUBCOMMANDS, ids=" ".join)
+def test_every_help_shows_real_defaults_only(capsys: pytest.CaptureFixture, sub: list[str]) -> None:
+    """An option not given says nothing, not "(default: None)" after its own default text."""
+    with pytest.raises(SystemExit) as exc:
+        main([*sub, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: labelwise {' '.join(sub)}")
+    assert "(default: None)" not in out and "(default: False)" not in out
+
+
 def test_demo_end_to_end_and_its_hints(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "demo"
     assert main(["demo", "--budget", "60", "--repeats", "3", "--out", str(out)]) == 0

@@ -14,6 +14,7 @@ from .._deps import install_hint
 from ..exceptions import LabelwiseError
 from ..io import write_json
 from ..workspace import CAPTURE, CLASSES, IDS
+from ._common import DefaultsHelpFormatter
 from ._piles import CLASSES_HELP, add_pile_arguments, open_inputs, read_classes, write_pile_files
 
 ROUTES = """\
@@ -96,7 +97,7 @@ def add_parser(sub: Any) -> None:
     c.set_defaults(func=cmd_capture)
 
 
-class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+class _Formatter(DefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
     """Defaults in the help, and the routes epilog kept as written."""
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .._deps import install_hint
+from ._common import DefaultsHelpFormatter
 
 
 def add_parser(sub: Any) -> None:
@@ -19,7 +20,7 @@ def add_parser(sub: Any) -> None:
             "prints each estimate, its interval and the true accuracy, followed by a repeated "
             f"comparison of their spread. Needs: {install_hint('torch', extra='torch')}."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     d.add_argument(
         "--shift",

@@ -11,6 +11,7 @@ import numpy as np
 from .._deps import install_hint
 from ..exceptions import LabelwiseError
 from ..io import load_array, read_labels_csv, write_json
+from ._common import DefaultsHelpFormatter
 
 
 def add_parser(sub: Any) -> None:
@@ -28,7 +29,7 @@ def add_parser(sub: Any) -> None:
             f"Needs: {install_hint('captum', extra='dependability')}, and "
             f"{install_hint('torchattacks')} for the attacks."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     dp.add_argument("--model", type=Path, required=True, help="TorchScript or pickled model")
     dp.add_argument(

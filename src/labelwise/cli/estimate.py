@@ -16,6 +16,7 @@ from .._scoring import selection_scores
 from ..estimation import estimate
 from ..exceptions import LabelwiseError
 from ..workspace import Workspace
+from ._common import DefaultsHelpFormatter
 from ._piles import CLASSES_HELP, store_classes
 
 
@@ -32,7 +33,7 @@ def add_parser(sub: Any) -> None:
             "they are recorded (a row labelled again must keep its label), and the estimate "
             "comes with its effective sample size; --until-halfwidth then says whether to stop."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     e.add_argument(
         "dir",

@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..exceptions import LabelwiseError
+from ._common import DefaultsHelpFormatter
 from .campaign import STATE_FILE, CampaignState
 
 
@@ -25,7 +26,7 @@ def add_parser(sub: Any) -> None:
             "'labelwise estimate DIR --labels labels.csv' (all at once or in parts); rows "
             "proposed earlier but not labelled yet stay in to_label.csv with new = 0."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     n.add_argument("dir", type=Path, help="campaign directory written by 'labelwise campaign'")
     n.add_argument("--batch", type=int, default=20, help="rows to propose")

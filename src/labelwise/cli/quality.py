@@ -11,6 +11,7 @@ import numpy as np
 from .._deps import install_hint
 from ..exceptions import LabelwiseError
 from ..io import load_array, write_json
+from ._common import DefaultsHelpFormatter
 
 
 def add_parser(sub: Any) -> None:
@@ -30,7 +31,7 @@ def add_parser(sub: Any) -> None:
             "OUT/quality.png (box plots per class). Needs scikit-learn, and torch with --model: "
             f"{hints}."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     q.add_argument("--train-labels", type=Path, required=True, help="training classes, .npy")
     q.add_argument("--test-labels", type=Path, required=True, help="test classes, .npy")

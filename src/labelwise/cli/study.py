@@ -12,6 +12,7 @@ import numpy as np
 from .._deps import install_hint
 from ..exceptions import LabelwiseError
 from ..io import write_json
+from ._common import DefaultsHelpFormatter
 
 
 def add_parser(sub: Any) -> None:
@@ -34,7 +35,7 @@ def add_parser(sub: Any) -> None:
             "PNG plots of the estimator's spread against sample size. Needs: "
             f"{hint}."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     op.add_argument("--quick", action="store_true", help="6 sizes, 20 repetitions, 10 small piles")
     op.add_argument("--out", type=Path, default=Path("study-out"), help="output directory")
@@ -63,7 +64,7 @@ def add_parser(sub: Any) -> None:
             "(strong and close, weak, spread, 6 models). Writes ranking_*.csv, "
             f"comparative.json and ranking.png. Needs: {hint}."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     cp.add_argument("--quick", action="store_true", help="6 sizes and 20 repetitions")
     cp.add_argument("--out", type=Path, default=Path("study-out"), help="output directory")
@@ -79,7 +80,7 @@ def add_parser(sub: Any) -> None:
             "of each model's head on generated centroid/boundary points (Table 2 layout). "
             f"Writes quality_study.json. Needs: {hint}."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     qs.add_argument("--quick", action="store_true", help="generated sets of 100 and 300 only")
     qs.add_argument("--out", type=Path, default=Path("study-out"), help="output directory")
