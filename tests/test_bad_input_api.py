@@ -128,3 +128,41 @@ def test_extend_checks_the_recorded_parameters() -> None:
     d["params"] = dict(d["params"], n_groups=-1)
     with pytest.raises(lw.LabelwiseError, match="selection parameter n_groups must be"):
         lw.extend(lw.Selection.from_dict(d), acts, 10)
+
+
+@pytest.mark.parametrize("bad", [{"a": np.zeros((10, 3))}, None, {1, 2}])
+def test_a_mapping_or_none_as_an_array_is_named(bad: object) -> None:
+    """Not "must be 2-D, got shape ()": the message says what was passed."""
+    kind = type(bad).__name__
+    acts = np.zeros((10, 3))
+    calls = [
+        lambda: lw.ces_select(bad, 5, rng=0),
+        lambda: lw.Campaign(activations=bad, probabilities=None, rng=0),
+        lambda: lw.Campaign(activations=acts, probabilities=bad if bad is not None else {}, rng=0),
+        lambda: lw.css_select(bad, 5, rng=0),
+    ]
+    for call in calls:
+        with pytest.raises(lw.LabelwiseError, match=r"must be an array with one row per input"):
+            call()
+    with pytest.raises(lw.LabelwiseError, match=f"got {kind}"):
+        lw.ces_select(bad, 5, rng=0)
+
+
+def test_ranking_campaign_takes_a_mapping_of_models() -> None:
+    zoo = lw.ranking.synthetic.synthetic_zoo([0.9, 0.8, 0.7], 300, n_classes=3, rng=0)
+    names = ["big", "mid", "small"]
+    by_name = dict(zip(names, zoo.predictions, strict=True))
+    a = lw.RankingCampaign(by_name, rng=1)
+    b = lw.RankingCampaign(zoo.predictions, rng=1, model_names=names)
+    for camp in (a, b):
+        rows = camp.propose(40)
+        camp.record(rows, zoo.labels[rows])
+    ra, rb = a.ranking(), b.ranking()
+    assert ra.model_names == tuple(names)
+    np.testing.assert_array_equal(ra.accuracy, rb.accuracy)
+    probs = {k: np.eye(3)[v] for k, v in by_name.items()}
+    with pytest.raises(lw.LabelwiseError, match="same models"):
+        lw.RankingCampaign(by_name, probabilities={"big": probs["big"]})
+    probs["mid"] = probs["mid"][:10]
+    with pytest.raises(lw.LabelwiseError, match="shapes differ"):
+        lw.RankingCampaign(by_name, probabilities=probs)

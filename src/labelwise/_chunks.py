@@ -465,12 +465,24 @@ def pick_rows(arr: Any, rows: Any) -> NDArray[Any]:
     return take_rows(arr, distinct)[back.reshape(-1)]
 
 
+def check_not_container(x: Any, name: str) -> None:
+    """A mapping, set or None is not an array: say so instead of "got shape ()"."""
+    if x is None or isinstance(x, (dict, set, frozenset)) or (
+        hasattr(x, "keys") and not hasattr(x, "shape")
+    ):
+        raise LabelwiseError(
+            f"{name} must be an array with one row per input (NumPy, memmap, zarr or dask), "
+            f"got {type(x).__name__}"
+        )
+
+
 def check_rows(x: Any, name: str, *, ndim: int | Sequence[int], min_rows: int = 1) -> Any:
     """``x`` opened (:func:`open_array`, nothing read) and checked: rank, numeric dtype, rows.
 
     The out-of-core counterpart of :func:`labelwise._validation.check_numeric_array`;
     finiteness is checked block by block in the passes (:func:`map_rows`).
     """
+    check_not_container(x, name)
     try:
         arr = open_array(x)
     except (TypeError, ValueError) as exc:

@@ -77,6 +77,7 @@ def check_numeric_array(
     x: ArrayLike, name: str, *, ndim: int | Sequence[int], min_rows: int = 1
 ) -> NDArray[Any]:
     """A numeric array of the given rank (no copy for arrays, memmaps included)."""
+    _chunks.check_not_container(x, name)
     try:
         arr = np.asarray(x)
     except (TypeError, ValueError) as exc:

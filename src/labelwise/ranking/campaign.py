@@ -66,7 +66,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -112,9 +112,12 @@ class RankingCampaign:
     Parameters
     ----------
     predictions:
-        (n_models, N) class labels or (n_models, N, C) class probabilities, n_models >= 2.
+        (n_models, N) class labels or (n_models, N, C) class probabilities, n_models >= 2;
+        or a mapping {model name: that model's (N,) labels or (N, C) probabilities}, whose
+        keys become ``model_names``.
     probabilities:
-        Optional (n_models, N, C) probabilities (the soft consensus then averages them).
+        Optional (n_models, N, C) probabilities (the soft consensus then averages them), or
+        a mapping with the same keys as ``predictions``.
     method:
         One of ``"auto"``, ``"active"``, ``"srs"``, ``"sds"``.
     n_classes:
@@ -172,8 +175,8 @@ class RankingCampaign:
 
     def __init__(
         self,
-        predictions: ArrayLike,
-        probabilities: ArrayLike | None = None,
+        predictions: ArrayLike | Mapping[str, ArrayLike],
+        probabilities: ArrayLike | Mapping[str, ArrayLike] | None = None,
         method: str = "auto",
         rng: RNGLike = None,
         *,
@@ -188,12 +191,35 @@ class RankingCampaign:
         n_draws: int = 4000,
         model_names: Sequence[str] | None = None,
     ) -> None:
+        if isinstance(predictions, Mapping):  # {model name: its predictions}
+            if model_names is None:
+                model_names = [str(k) for k in predictions]
+            if isinstance(probabilities, Mapping):
+                missing = [k for k in predictions if k not in probabilities]
+                if missing or len(probabilities) != len(predictions):
+                    raise LabelwiseError(
+                        "probabilities must have the same models (keys) as predictions"
+                        + (f": missing {missing[:3]}" if missing else "")
+                    )
+                probabilities = [np.asarray(probabilities[k]) for k in predictions]
+            predictions = [np.asarray(v) for v in predictions.values()]
         pred, c_pred = check_model_predictions(predictions, min_models=2)
         self._pred = pred
         m, n = pred.shape
         probs = None
         if probabilities is not None:
-            probs = np.asarray(probabilities, dtype=np.float64)
+            try:
+                probs = np.asarray(probabilities, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                why = (
+                    "it holds non-numbers"
+                    if isinstance(exc, TypeError) or "convert" in str(exc)
+                    else "the models' shapes differ"
+                )
+                raise LabelwiseError(
+                    f"probabilities must be a numeric ({m}, {n}, C) array like the predictions "
+                    f"(every model the same rows and classes); {why}"
+                ) from None
             if probs.ndim != 3 or probs.shape[:2] != (m, n):
                 raise LabelwiseError(
                     f"probabilities must be ({m}, {n}, C) like the predictions, got "
