@@ -71,3 +71,24 @@ def test_mmd_does_not_move_with_a_common_offset() -> None:
     assert far.statistic == pytest.approx(base.statistic, rel=1e-6)
     assert far.bandwidth == pytest.approx(base.bandwidth, rel=1e-6)
     assert far.p_value == base.p_value
+
+
+@pytest.mark.parametrize("scale", [1e-170, 1e-300, 3.0, 1e100])
+def test_dsa_is_scale_invariant_at_any_magnitude(scale: float) -> None:
+    """1e-170 underflowed in cdist's squares: dist_b = 0, DSA inf/NaN blamed on duplicates."""
+    rng = np.random.default_rng(0)
+    x, c = rng.normal(size=(200, 5)), rng.integers(0, 3, 200)
+    t, tc = rng.normal(size=(50, 5)), rng.integers(0, 3, 50)
+    base = q.DSA().fit(x, c).score(t, tc)
+    scaled = q.DSA().fit(x * scale, c).score(t * scale, tc)  # no warning (warnings are errors)
+    np.testing.assert_allclose(scaled, base, rtol=1e-12)
+    assert np.isfinite(scaled).all()
+
+
+def test_severity_weights_too_large_to_count_are_refused() -> None:
+    """Weights of 1e308 gave a weighted error of inf and a weighted accuracy of -inf."""
+    with pytest.raises(lw.LabelwiseError, match="rescale them"):
+        d.SeverityMatrix(np.array([[0.0, 1e308], [1e308, 0.0]]))
+    sev = d.SeverityMatrix(np.array([[0.0, 1e150], [5e149, 0.0]]))
+    res = d.weighted_confusion([0, 0, 1, 1], [1, 1, 1, 0], sev)
+    assert res.normalised_weighted_error == pytest.approx(0.625)

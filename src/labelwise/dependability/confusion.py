@@ -39,6 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._contract import Result, _readonly
+from .._validation import MAX_MAGNITUDE
 from ..exceptions import DegenerateDataWarning, LabelwiseError
 from ..io import read_json
 
@@ -421,6 +422,13 @@ def _check_weights(w: Any, name: str) -> NDArray[np.float64]:
         )
     if not (arr > 0).any():
         raise LabelwiseError(f"{name} must have at least one positive weight, got all zeros")
+    if arr.max() > MAX_MAGNITUDE:  # weights x counts overflow to inf (1e308: error inf)
+        i, j = np.unravel_index(int(np.argmax(arr)), arr.shape)
+        raise LabelwiseError(
+            f"{name} weights must be at most {MAX_MAGNITUDE:g}, found {_fmt(arr[i, j])} at "
+            f"[{i}, {j}]: rescale them (the normalised weighted error depends only on their "
+            "ratios)"
+        )
     return arr
 
 

@@ -28,6 +28,7 @@ by ``chunk_size`` times the number of training rows, whatever the test set's siz
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
@@ -373,7 +374,12 @@ class DSA(_SurpriseAdequacy):
                 "train_classes must hold at least 2 classes for DSA (it measures the distance "
                 f"to other classes), got only {np.unique(classes).tolist()}"
             )
-        self._train = acts
+        # DSA is a ratio of distances: scaled by a power of 2 (exact, so ordinary ATs give
+        # bitwise the same DSA), ATs of any magnitude neither underflow in cdist's squares
+        # (1e-170 gave dist 0, hence inf/NaN blamed on duplicates) nor overflow
+        top = float(np.max(np.abs(acts))) if acts.size else 0.0
+        self._scale = 2.0 ** -math.floor(math.log2(top)) if top > 0 else 1.0
+        self._train = acts * self._scale
         self._train_classes = classes
         self._rows_of = {int(c): np.flatnonzero(classes == c) for c in np.unique(classes)}
         self._dist_b = np.full(acts.shape[0], np.nan)  # cache: per training row, dist to others
@@ -392,6 +398,7 @@ class DSA(_SurpriseAdequacy):
     def _score_class(self, c: int, acts: NDArray[np.float64]) -> NDArray[np.float64]:
         same_rows = self._rows_of[c]
         same = self._train[same_rows]
+        acts = acts * self._scale
         dist_a = np.empty(acts.shape[0], dtype=np.float64)
         nearest = np.empty(acts.shape[0], dtype=np.intp)
         step = _rows_per_chunk(self.chunk_size, same.shape[0])
