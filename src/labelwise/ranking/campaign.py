@@ -280,14 +280,16 @@ class RankingCampaign:
         else:
             self._surrogate = _soft_agreement(pred, probs)  # (M, N) float32
         self._s_total = self._surrogate.sum(axis=1, dtype=np.float64)
-        self._kernels = _bias_kernels(pred)
+        dis = _disagreement_shares(pred)
+        self._kernels = _bias_kernels(dis)
         # models with identical predictions have identical biases: the posterior is computed
         # on one representative of each (the prior's contrasts between them are 0) and copied
         self._reps, self._group = _copies(pred)
         if self._reps.size == m:
             self._prior_parts = _prior_parts(self._kernels)
         elif self._reps.size > 1:
-            self._prior_parts = _prior_parts(_bias_kernels(pred[self._reps]))
+            reps = self._reps
+            self._prior_parts = _prior_parts(_bias_kernels(dis[np.ix_(reps, reps)]))
         self._labelled = np.zeros(n, dtype=bool)
         self._proposed = np.zeros(n, dtype=bool)
         self._pending: dict[int, float] = {}  # row -> weight 1 / (N p)
@@ -940,21 +942,9 @@ def _posterior_covs(
 _KERNEL_INPUTS = 10_000
 
 
-def _bias_kernels(pred: NDArray[np.int64]) -> tuple[NDArray[np.float64], ...]:
-    """Prior covariance shapes of the consensus biases: ``K_p = -1/2 C D^p C``, p = 1, 2.
-
-    ``D_ab`` is the share of inputs on which models a and b disagree (on at most 10,000
-    evenly spaced inputs). Two models' biases ``delta_m = mean_i (c_mi - s_mi)`` differ only
-    through the inputs where they disagree: ``delta_a - delta_b = D_ab b_ab`` with ``b_ab``
-    the mean of ``(c_a - c_b) - (s_a - s_b)`` there, in [-2, 2]. ``K_1`` makes
-    ``Var(delta_a - delta_b)`` proportional to ``D_ab`` (``b_ab`` an average of independent
-    terms), ``K_2`` to ``D_ab^2`` (``b_ab`` of the same size for every pair, e.g. nested
-    models where the better is right wherever they differ). ``D`` is a Hamming (L1)
-    distance, of negative type, so ``K_1`` is positive semi-definite (Schoenberg 1935);
-    ``K_2`` is projected on the PSD cone. Either way models of one family, which agree often,
-    get close biases, and models that disagree often keep apart, which a prior of
-    independent biases would shrink together.
-    """
+def _disagreement_shares(pred: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``D_ab``: the share of inputs on which models a and b disagree (on at most 10,000
+    evenly spaced inputs)."""
     m, n = pred.shape
     step = max(1, n // _KERNEL_INPUTS)
     sub = pred[:, ::step]
@@ -963,6 +953,25 @@ def _bias_kernels(pred: NDArray[np.int64]) -> tuple[NDArray[np.float64], ...]:
     dis = np.empty((m, m))
     for a in range(m):  # elementwise (a BLAS product is slow on a busy machine)
         dis[a] = np.count_nonzero(sub != sub[a][None, :], axis=1) / sub.shape[1]
+    return dis
+
+
+def _bias_kernels(dis: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
+    """Prior covariance shapes of the consensus biases: ``K_p = -1/2 C D^p C``, p = 1, 2.
+
+    ``D_ab`` is the share of inputs on which models a and b disagree
+    (:func:`_disagreement_shares`). Two models' biases ``delta_m = mean_i (c_mi - s_mi)``
+    differ only through the inputs where they disagree: ``delta_a - delta_b = D_ab b_ab``
+    with ``b_ab`` the mean of ``(c_a - c_b) - (s_a - s_b)`` there, in [-2, 2]. ``K_1`` makes
+    ``Var(delta_a - delta_b)`` proportional to ``D_ab`` (``b_ab`` an average of independent
+    terms), ``K_2`` to ``D_ab^2`` (``b_ab`` of the same size for every pair, e.g. nested
+    models where the better is right wherever they differ). ``D`` is a Hamming (L1)
+    distance, of negative type, so ``K_1`` is positive semi-definite (Schoenberg 1935);
+    ``K_2`` is projected on the PSD cone. Either way models of one family, which agree often,
+    get close biases, and models that disagree often keep apart, which a prior of
+    independent biases would shrink together.
+    """
+    m = dis.shape[0]
     cen = np.eye(m) - 1.0 / m
     out = []
     for power in (1, 2):
