@@ -347,3 +347,49 @@ def test_stated_worth_matches_the_interval_shown(method: str) -> None:
             half = (e.ci_high - e.ci_low) / 2
             ratios.append(e.effective_sample_size / (pop_var * z * z / half**2))
     assert 0.75 <= np.mean(ratios) <= 1.25, np.mean(ratios)
+
+
+def _many_class_pile(
+    n_classes: int, n: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Activations, over-confident probabilities (temperature 2) and 0/1 correctness of a
+    linear model with ``n_classes`` classes (labels drawn from the calibrated softmax)."""
+    g = np.random.default_rng(seed)
+    x = g.normal(size=(n, 32)).astype(np.float32)
+    logit = x @ g.normal(size=(32, n_classes)) * 0.6
+    logit -= logit.max(axis=1, keepdims=True)
+    p = np.exp(logit) / np.exp(logit).sum(axis=1, keepdims=True)
+    y = np.minimum((p.cumsum(axis=1) < g.random(n)[:, None]).sum(axis=1), n_classes - 1)
+    p2 = np.exp(2 * logit) / np.exp(2 * logit).sum(axis=1, keepdims=True)
+    return x, p2, (p2.argmax(axis=1) == y).astype(float)
+
+
+def test_many_predicted_classes_start_with_a_coarser_design() -> None:
+    """100 predicted classes: 29 strata whose floors (58 labels) no batch of 35 can give.
+
+    Before, the batch filled the largest strata's floors and left the rest without labels,
+    merged into a neighbour at estimation (biased): E 3.9 / 2.9 at 35 / 60 labels against
+    SRS, coverage 0.92 at 60 (100 repetitions). The campaign now allocates over the coarser
+    strata (the least confident ones, the predicted classes as one) until a batch can give
+    every stratum its floor. Measured (300 repetitions): E 0.83-0.90 at 35..180 labels,
+    coverage 0.94-0.97. Here 40 repetitions: E < 1.3 and no merge warning (warnings are
+    errors).
+    """
+    x, p, correct = _many_class_pile(100, 10_000, 0)
+    truth = correct.mean()
+    err = {35: [], 60: []}
+    covered = 0
+    for rep in range(40):
+        camp = lw.Campaign(activations=x, probabilities=p, rng=rep)
+        if rep == 0:
+            assert camp.strata.max() + 1 > 35 // 2  # more strata than a batch can floor
+        for n in (35, 60):
+            rows = camp.propose(n - camp.n_recorded)
+            camp.record(rows, correct[rows])
+            est = camp.estimate()
+            err[n].append(est.value - truth)
+            covered += est.ci_low <= truth <= est.ci_high
+    for n, e in err.items():
+        srs_mse = (1 - n / x.shape[0]) * correct.var(ddof=1) / n
+        assert np.mean(np.square(e)) / srs_mse < 1.3, n
+    assert covered / 80 >= 0.88

@@ -467,8 +467,10 @@ def pick_rows(arr: Any, rows: Any) -> NDArray[Any]:
 
 def check_not_container(x: Any, name: str) -> None:
     """A mapping, set or None is not an array: say so instead of "got shape ()"."""
-    if x is None or isinstance(x, (dict, set, frozenset)) or (
-        hasattr(x, "keys") and not hasattr(x, "shape")
+    if (
+        x is None
+        or isinstance(x, (dict, set, frozenset))
+        or (hasattr(x, "keys") and not hasattr(x, "shape"))
     ):
         raise LabelwiseError(
             f"{name} must be an array with one row per input (NumPy, memmap, zarr or dask), "
