@@ -292,9 +292,9 @@ def test_import_merges_a_labels_csv_that_names_classes(
     export = tmp_path / "export.json"
     export.write_text(json.dumps([{"labelwise_row": rows[1], "label": "dog"}]))
     assert main(["import", str(d), str(export)]) == 0, capsys.readouterr().err
-    assert sorted((d / "labels.csv").read_text().splitlines()[1:]) == sorted(
-        [f"{rows[0]},2", f"{rows[1]},1"]
-    )
+    lines = (d / "labels.csv").read_text().splitlines()
+    assert lines[0] == "row,label,class"  # the index and, unambiguously, its name
+    assert sorted(lines[1:]) == sorted([f"{rows[0]},2,bird", f"{rows[1]},1,dog"])
 
 
 @pytest.mark.parametrize("sub", ["label", "export", "import", "report", "rank"])

@@ -33,6 +33,7 @@ __all__ = [
     "save_array",
     "write_csv",
     "write_json",
+    "write_labels_csv",
 ]
 
 
@@ -245,7 +246,12 @@ def read_labels_csv(
 
     ``classes`` (class names, index = class): a ``label`` may be a class name (exact match
     after stripping spaces) or, as always, a class index; an unknown name is an error naming
-    the line, the name and some known names. ``ids`` (one id per pile row, e.g. an image's
+    the line, the name and some known names. A ``class`` column holds class names only: alone
+    (``row,class``) it gives the labels; beside ``label`` (as :func:`write_labels_csv`
+    writes it) the ``label`` is the class index and both must name the same class. Class names
+    that are numbers other than their own index (``["1", "2", "3"]``) make a bare ``label``
+    such as ``1`` ambiguous (the class named "1" or class 1?): without a ``class`` column
+    such a value is an error, never a guess. ``ids`` (one id per pile row, e.g. an image's
     path): a file without a ``row`` column may name its rows in an ``id`` column instead;
     unknown ids are errors naming them. A file with both columns must agree with ``ids``.
     """
@@ -269,16 +275,27 @@ def read_labels_csv(
             f"--labels: {p} needs a 'row' column (or 'id': the row ids of the capture), got "
             f"columns {header}"
         )
+    i_class = cols.index(CLASS_COLUMN) if CLASS_COLUMN in cols else None
     kinds = [k for k in ("label", "target", "score") if k in cols]
-    if len(kinds) != 1:
+    if not kinds and i_class is not None:
+        kinds = ["label"]
+    if len(kinds) != 1 or (i_class is not None and kinds != ["label"]):
         raise LabelwiseError(
-            f"--labels: {p} needs exactly one of the columns 'label', 'target' or 'score', "
-            f"got {header}"
+            f"--labels: {p} needs exactly one of the columns 'label' (or 'class': class names), "
+            f"'target' or 'score', got {header}"
         )
     kind = kinds[0]
+    if i_class is not None and classes is None and kind in cols:
+        i_class = None  # 'label' holds the class indices; their names cannot be checked
+    elif i_class is not None and classes is None:
+        raise LabelwiseError(
+            f"--labels: {p} has a 'class' column (class names) but the class names are unknown; "
+            "give them (classes.json, --classes) or use a 'label' column of class indices"
+        )
     i_row = cols.index("row") if "row" in cols else None
     i_id = cols.index("id") if "id" in cols else None
-    i_val = cols.index(kind)
+    i_val = cols.index(kind) if kind in cols else i_class
+    assert i_val is not None
     if i_row is None and ids is None:
         raise LabelwiseError(
             f"--labels: {p} names its rows by 'id', but the row ids of this pile are unknown "
@@ -290,7 +307,7 @@ def read_labels_csv(
     if ids is not None and i_id is not None:
         row_of = {name: r for r, name in enumerate(ids)}
     index_of = None if classes is None else {name: k for k, name in enumerate(classes)}
-    last = max(i for i in (i_row, i_id, i_val) if i is not None)
+    last = max(i for i in (i_row, i_id, i_val, i_class) if i is not None)
     rows: list[int] = []
     vals: list[Any] = []
     unknown: list[tuple[int, str]] = []
@@ -319,7 +336,19 @@ def read_labels_csv(
             raise LabelwiseError(f"--labels: {p} line {line_no} has an empty {kind}")
         if kind != "label":
             vals.append(_parse_float(raw, p, line_no, kind))
+        elif i_class is not None:
+            vals.append(_class_column(rec, i_val, i_class, p, line_no, classes))
         elif index_of is not None and raw in index_of:
+            as_index = _as_int(raw)
+            assert classes is not None
+            if as_index is not None and as_index != index_of[raw] and 0 <= as_index < len(index_of):
+                raise LabelwiseError(
+                    f"--labels: {p} line {line_no}: label {raw!r} is ambiguous: the class named "
+                    f"{raw!r} is class {index_of[raw]}, but {raw} is also the index of class "
+                    f"{classes[as_index]!r} (class names that are numbers); put class names in a "
+                    "'class' column instead of 'label', or keep 'label' (indices) and add "
+                    "'class' with each class's name"
+                )
             vals.append(index_of[raw])
         else:
             vals.append(_parse_label(raw, p, line_no, classes))
@@ -339,6 +368,80 @@ def read_labels_csv(
     return r, kind, np.asarray(vals, dtype=np.int64 if kind == "label" else np.float64)
 
 
+CLASS_COLUMN = "class"
+
+
+def write_labels_csv(
+    path: str | os.PathLike[str],
+    rows: Sequence[int] | NDArray[Any],
+    values: Sequence[Any] | NDArray[Any],
+    *,
+    column: str = "label",
+    classes: Sequence[str] | None = None,
+    ids: Sequence[str] | None = None,
+) -> None:
+    """Write labels the way :func:`read_labels_csv` reads them back unchanged (atomically).
+
+    ``row,<column>``; for class labels (``column="label"``: class indices) with known
+    ``classes`` also ``class``, each label's class name, so that the file says which class
+    it holds even when class names are numbers; with ``ids`` (one per pile row) also ``id``.
+    """
+    named = column == "label" and classes is not None
+    header = (
+        ["row", column] + ([CLASS_COLUMN] if named else []) + (["id"] if ids is not None else [])
+    )
+    body: list[list[Any]] = []
+    for r, v in zip(rows, values, strict=True):
+        r, v = int(r), (v.item() if isinstance(v, np.generic) else v)
+        line = [r, v]
+        if named:
+            assert classes is not None
+            line.append(classes[int(v)] if 0 <= int(v) < len(classes) else "")
+        if ids is not None:
+            line.append(ids[r] if 0 <= r < len(ids) else "")
+        body.append(line)
+    write_csv(path, header, body)
+
+
+def _as_int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def _class_column(
+    rec: list[str],
+    i_label: int,
+    i_class: int,
+    path: Path,
+    line_no: int,
+    classes: Sequence[str] | None,
+) -> int:
+    """A line's class from its ``class`` (a name) and, when both are there, its ``label``
+    (the class index), which must agree."""
+    assert classes is not None
+    name = rec[i_class].strip()
+    index_of = {n: k for k, n in enumerate(classes)}
+    if i_label == i_class:
+        if name not in index_of:
+            raise _unknown_class(name, path, line_no, classes)
+        return index_of[name]
+    raw = rec[i_label].strip()
+    k = _as_int(raw)
+    if k is None or not 0 <= k < len(classes):
+        raise LabelwiseError(
+            f"--labels: {path} line {line_no}: beside a 'class' column, 'label' must be a class "
+            f"index in [0, {len(classes)}), got {raw!r}"
+        )
+    if name and name != classes[k]:
+        raise LabelwiseError(
+            f"--labels: {path} line {line_no}: label {k} is the class {classes[k]!r}, but the "
+            f"'class' column says {name!r}; fix one of them"
+        )
+    return k
+
+
 def _parse_label(text: str, path: Path, line_no: int, classes: Sequence[str] | None) -> int:
     """A class index; with ``classes``, an unknown name is an error listing known ones."""
     try:
@@ -350,12 +453,17 @@ def _parse_label(text: str, path: Path, line_no: int, classes: Sequence[str] | N
                 f"{text!r}; "
                 "to label by class name give the names: --classes FILE (one name per line)"
             ) from None
+    raise _unknown_class(text, path, line_no, classes)
+
+
+def _unknown_class(text: str, path: Path, line_no: int, classes: Sequence[str]) -> LabelwiseError:
+    """The error for a label that names no class, listing close or known names."""
     close = difflib.get_close_matches(text, list(classes), n=3)
     known = close or list(classes[:5])
     more = "" if close or len(classes) <= 5 else f", ... ({len(classes)} classes)"
     shown = ", ".join(repr(k) for k in known)
     hint = f"did you mean {shown}?" if close else f"known names: {shown}{more}"
-    raise LabelwiseError(f"--labels: {path} line {line_no}: {text!r} is not a class name; {hint}")
+    return LabelwiseError(f"--labels: {path} line {line_no}: {text!r} is not a class name; {hint}")
 
 
 def _parse_int(text: str, path: Path, line_no: int, what: str) -> int:

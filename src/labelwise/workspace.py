@@ -33,6 +33,7 @@ The CLI, the demo and (later) campaigns all read and write a selection through
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ from .io import (
     read_labels_csv,
     write_csv,
     write_json,
+    write_labels_csv,
 )
 
 __all__ = ["Workspace"]
@@ -288,13 +290,20 @@ class Workspace:
 
     # ------------------------------------------------------------------------ labels
 
-    def write_labels(self, rows: NDArray[Any], labels: NDArray[Any], column: str = "label") -> Path:
-        """``labels.csv``: ``row,<column>`` (as a labeller would return them)."""
+    def write_labels(
+        self,
+        rows: NDArray[Any],
+        labels: NDArray[Any],
+        column: str = "label",
+        *,
+        ids: Sequence[str] | None = None,
+    ) -> Path:
+        """``labels.csv``: ``row,<column>``, plus ``class`` (each label's name) when the class
+        names are known and ``id`` when ``ids`` are given (:func:`labelwise.io.write_labels_csv`;
+        :meth:`read_label_file` reads it back unchanged)."""
         self.path.mkdir(parents=True, exist_ok=True)
         out = self.path / LABELS
-        write_csv(
-            out, ["row", column], [[int(r), v.item()] for r, v in zip(rows, labels, strict=True)]
-        )
+        write_labels_csv(out, rows, labels, column=column, classes=self.classes(), ids=ids)
         return out
 
     def read_label_file(self, path: str | Path) -> tuple[NDArray[np.int64], str, NDArray[Any]]:

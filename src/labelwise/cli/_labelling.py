@@ -35,7 +35,7 @@ from .._json import jsonable
 from .._results import Selection
 from ..campaign import Campaign
 from ..exceptions import LabelwiseError
-from ..io import write_csv
+from ..io import write_labels_csv
 from ..workspace import CAMPAIGN_ARRAYS, LABELS, Workspace, check_directory
 from .campaign import STATE_FILE, CampaignState, check_estimate_args, record_and_estimate
 
@@ -223,6 +223,17 @@ class LabelSession:
                 )
             if self.st.kind is not None:
                 self.column = self.st.kind
+            changed = [
+                (r, v, self.st.labels[r])
+                for r, v in self.labels.items()
+                if r in self.st.labels and self.st.labels[r] != v
+            ]
+            if changed:
+                shown = ", ".join(f"row {r}: {a} in {LABELS}, {b} recorded" for r, a, b in changed)
+                raise LabelwiseError(
+                    f"{path} contradicts the labels the campaign recorded ({shown[:300]}); a "
+                    f"recorded label cannot change: fix or move {path} away; nothing was changed"
+                )
             if set(self.labels) - set(self.st.labels):
                 self._record()
             for r, v in self.st.labels.items():
@@ -494,11 +505,9 @@ class LabelSession:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
             return
-        header = ["row", self.column] + (["id"] if self.ids is not None else [])
-        body = [
-            [r, v] + ([self.ids[r]] if self.ids is not None else []) for r, v in self.labels.items()
-        ]
-        write_csv(path, header, body)
+        rows, values = self._labels_arrays()
+        classes = self.ws.classes() if self.column == "label" else None
+        write_labels_csv(path, rows, values, column=self.column, classes=classes, ids=self.ids)
 
     def _save_page_state(self) -> None:
         self.ws.write_state(

@@ -132,7 +132,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         )
     path = args.dir / LABELS
     merged = _merge(ws, path, usable, recorded, len(names))
-    ws.write_labels(np.asarray(list(merged)), np.asarray(list(merged.values())))
+    ws.write_labels(np.asarray(list(merged)), np.asarray(list(merged.values())), ids=ws.row_ids())
     print("\n".join(lines))
     print(f"  wrote {path} ({len(merged)} labels)")
     if held == "campaign":

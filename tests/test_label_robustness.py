@@ -1,0 +1,166 @@
+"""Labelling, Label Studio import, the report and Dask inputs on bad or tricky input: class
+names that are numbers, labels.csv changed under the page, an export of another pile,
+timestamps, malformed requests, dask arrays of unknown length, bad arguments."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from labelwise.cli import main
+from labelwise.cli._labelling import LabelSession
+from labelwise.exceptions import LabelwiseError
+from labelwise.io import read_labels_csv, write_labels_csv
+from synthetic import classifier_pile
+
+N, C = 90, 3
+NUMERIC = ["1", "2", "3"]
+
+
+@pytest.fixture()
+def pile(tmp_path: Path) -> dict[str, Any]:
+    """A captured pile (ids, class names "1", "2", "3"), small."""
+    rng = np.random.default_rng(3)
+    y, x, p = classifier_pile(rng, N, C, 5)
+    cap = tmp_path / "cap"
+    cap.mkdir()
+    np.save(cap / "activations.npy", x.astype(np.float32))
+    np.save(cap / "probabilities.npy", p.astype(np.float32))
+    (cap / "capture.json").write_text(json.dumps({"pile": {"kind": "images", "root": "imgs"}}))
+    (cap / "ids.txt").write_text("\n".join(f"img {i}.png" for i in range(N)) + "\n")
+    (cap / "classes.json").write_text(json.dumps(NUMERIC))
+    return {"dir": tmp_path, "cap": cap, "y": y, "probs": p.astype(np.float32)}
+
+
+def _run(argv: list[Any], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _selection(pile: dict[str, Any], capsys: pytest.CaptureFixture[str], budget: int = 8) -> Path:
+    d = pile["dir"] / "sel"
+    cap = pile["cap"]
+    code, _, err = _run(
+        ["select", "--method", "srs", "--budget", budget, "--activations",
+         cap / "activations.npy", "--probs", cap / "probabilities.npy", "--seed", "1",
+         "--out", d],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    return d
+
+
+def _campaign(pile: dict[str, Any], capsys: pytest.CaptureFixture[str], batch: int = 10) -> Path:
+    d = pile["dir"] / "camp"
+    cap = pile["cap"]
+    for argv in (
+        ["campaign", d, "--activations", cap / "activations.npy", "--probs",
+         cap / "probabilities.npy", "--seed", "4"],
+        ["next", d, "--batch", batch],
+    ):  # fmt: skip
+        code, _, err = _run(argv, capsys)
+        assert code == 0, err
+    return d
+
+
+def _rows(d: Path) -> list[int]:
+    key = "campaign" if (d / "campaign.state.json").is_file() else "selection"
+    if key == "selection":
+        return list(json.loads((d / "selection.json").read_text())["selection"]["indices"])
+    import csv
+
+    with open(d / "to_label.csv", newline="") as fh:
+        return [int(r["row"]) for r in csv.DictReader(fh)]
+
+
+def _min_export(path: Path, rows: list[int], choice: Any, ids: list[str] | None = None) -> Path:
+    """Label Studio's JSON-MIN export: one flat record per annotated task."""
+    recs = []
+    for r in rows:
+        rec = {"labelwise_row": r, "label": choice(r)}
+        if ids is not None:
+            rec["labelwise_id"] = ids[r]
+        recs.append(rec)
+    path.write_text(json.dumps(recs))
+    return path
+
+
+# ------------------------------------------------------------------ 1. numeric class names
+
+
+def test_numeric_class_names_read_back_as_written(
+    pile: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Classes "1", "2", "3": labels the model agrees with give accuracy 1.0 (was 0.2: the
+    written indices were read back as names, one class off)."""
+    d = _selection(pile, capsys)
+    rows = _rows(d)
+    pred = pile["probs"].argmax(axis=1)
+    export = _min_export(tmp_path / "ls.json", rows, lambda r: NUMERIC[pred[r]])
+    code, _, err = _run(["import", d, export], capsys)
+    assert code == 0, err
+    assert (d / "labels.csv").read_text().splitlines()[0] == "row,label,class,id"
+    code, out, err = _run(["estimate", d, "--labels", d / "labels.csv", "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["value"] == 1.0
+
+
+def test_an_ambiguous_labels_csv_is_refused_not_guessed(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bare label '1' with classes "1", "2", "3" (the class named "1" or class 1?): an error
+    naming the line and saying how to write it; a 'class' column is read as names."""
+    d = _selection(pile, capsys)
+    rows = _rows(d)
+    f = d / "labels.csv"
+    f.write_text("row,label\n" + "".join(f"{r},1\n" for r in rows))
+    code, _, err = _run(["estimate", d, "--labels", f], capsys)
+    assert code == 2 and "line 2: label '1' is ambiguous" in err and "'class' column" in err
+    assert len(err.strip().splitlines()) == 1
+    f.write_text("row,class\n" + "".join(f"{r},1\n" for r in rows))  # names: class 0
+    got = read_labels_csv(f, classes=NUMERIC)
+    assert got[1] == "label" and got[2].tolist() == [0] * len(rows)
+    f.write_text(f"row,label,class\n{rows[0]},1,1\n")  # index 1 is "2", not "1"
+    with pytest.raises(LabelwiseError, match="label 1 is the class '2', but the 'class' column"):
+        read_labels_csv(f, classes=NUMERIC)
+    # unambiguous files read as before: "0" is no name (an index), "3" no index (a name)
+    f.write_text(f"row,label\n{rows[0]},0\n{rows[1]},3\n")
+    assert read_labels_csv(f, classes=NUMERIC)[2].tolist() == [0, 2]
+
+
+def test_write_labels_csv_round_trips(tmp_path: Path) -> None:
+    f = tmp_path / "labels.csv"
+    write_labels_csv(f, [5, 2, 7], np.asarray([0, 2, 1]), classes=NUMERIC, ids=list("abcdefgh"))
+    assert f.read_text().splitlines() == ["row,label,class,id", "5,0,1,f", "2,2,3,c", "7,1,2,h"]
+    rows, kind, values = read_labels_csv(f, classes=NUMERIC, ids=list("abcdefgh"))
+    assert (rows.tolist(), kind, values.tolist()) == ([5, 2, 7], "label", [0, 2, 1])
+    assert read_labels_csv(f)[2].tolist() == [0, 2, 1]  # no names known: the indices
+
+
+def test_the_page_restarts_on_numeric_class_names(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A restart of the page read its own labels.csv one class off, refused to start and
+    rewrote the file shifted."""
+    d = _campaign(pile, capsys)
+    s = LabelSession(d)
+    try:
+        for _ in range(4):
+            cur = s.state()["current"]
+            st = s.answer(cur["row"], cur["prediction"])
+    finally:
+        s.close()
+    written = (d / "labels.csv").read_text()
+    assert st["estimate"]["value"] == 1.0
+    s = LabelSession(d)
+    try:
+        assert s.state()["n_labelled"] == 4 and s.state()["estimate"]["value"] == 1.0
+    finally:
+        s.close()
+    assert (d / "labels.csv").read_text() == written
