@@ -164,3 +164,43 @@ def test_the_page_restarts_on_numeric_class_names(
     finally:
         s.close()
     assert (d / "labels.csv").read_text() == written
+
+
+# ------------------------------------------------------------------ 2. labels.csv under the page
+
+
+def test_import_waits_for_the_page_and_the_page_merges_labels_added_meanwhile(
+    pile: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _selection(pile, capsys)
+    rows = _rows(d)
+    s = LabelSession(d)
+    try:
+        s.answer(rows[0], 0)
+        export = _min_export(tmp_path / "ls.json", rows[1:4], lambda r: "2")
+        code, _, err = _run(["import", d, export], capsys)
+        assert code == 2 and "being labelled on a 'labelwise label' page" in err, err
+        assert "nothing written" in err
+        # another program adds labels anyway (by hand): the page keeps them
+        before = (d / "labels.csv").read_text()
+        added = f"{rows[1]},1,2,img {rows[1]}.png\n{rows[2]},2,3,img {rows[2]}.png\n"
+        (d / "labels.csv").write_text(before + added)
+        st = s.answer(rows[3], 0)
+        assert st["n_labelled"] == 4
+        rows_now, _, values = read_labels_csv(d / "labels.csv", classes=NUMERIC)
+        assert dict(zip(rows_now.tolist(), values.tolist(), strict=True)) == {
+            rows[0]: 0,
+            rows[1]: 1,
+            rows[2]: 2,
+            rows[3]: 0,
+        }
+        # a contradicting label is an error naming the row; nothing changes
+        text = (d / "labels.csv").read_text().replace(f"{rows[0]},0,1", f"{rows[0]},2,3")
+        (d / "labels.csv").write_text(text)
+        with pytest.raises(LabelwiseError, match=f"row {rows[0]}: 2 in the file, 0 on this page"):
+            s.answer(rows[4], 0)
+        assert rows[4] not in s.labels
+    finally:
+        s.close()
+    code, _, err = _run(["import", d, export], capsys)  # the page stopped: import runs
+    assert "being labelled" not in err

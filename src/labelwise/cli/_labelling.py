@@ -14,8 +14,11 @@ select``) and keeps, in the directory (every file written atomically):
 
 One :class:`threading.Lock` serialises the answers of every tab, and an ``fcntl`` lock on
 ``DIR/.labelling.lock``, held while the session is open, keeps a second server process off the
-directory. An answer names its row: a second answer for a row already labelled (a stale tab)
-is refused with a message, never recorded twice.
+directory (``labelwise import`` takes it too, so it never writes ``labels.csv`` under a
+running page). Before every action the page reads ``labels.csv`` again if it changed on disk
+and merges it (a label another program added is kept; one that contradicts the page's is an
+error naming the row). An answer names its row: a second answer for a row already labelled (a
+stale tab) is refused with a message, never recorded twice.
 """
 
 from __future__ import annotations
@@ -44,7 +47,14 @@ try:  # POSIX; elsewhere the in-process lock is the only one
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LOCK_FILE", "STATE_NAME", "LabelSession", "Refused"]
+__all__ = [
+    "LOCK_FILE",
+    "STATE_NAME",
+    "LabelSession",
+    "Refused",
+    "lock_directory",
+    "unlock",
+]
 
 STATE_NAME = "labelling"  # DIR/labelling.state.json
 LOCK_FILE = ".labelling.lock"
@@ -53,6 +63,27 @@ TOP_K = 3
 
 class Refused(LabelwiseError):
     """An answer, skip or undo that cannot be applied to the current state (e.g. a stale tab)."""
+
+
+def lock_directory(path: Path, busy: str) -> IO[Any]:
+    """Hold ``path/.labelling.lock`` (an ``fcntl`` lock, not waiting); release it with
+    :func:`unlock`. Held by another process: a :class:`LabelwiseError` saying ``busy``."""
+    fh = open(path / LOCK_FILE, "a+")  # noqa: SIM115 (held until unlock)
+    if fcntl is not None:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.close()
+            raise LabelwiseError(busy) from None
+    return fh
+
+
+def unlock(fh: IO[Any]) -> None:
+    """Release a lock taken by :func:`lock_directory`."""
+    if fcntl is not None:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    fh.close()
 
 
 class LabelSession:
@@ -103,25 +134,16 @@ class LabelSession:
     # ------------------------------------------------------------------ opening
 
     def _acquire_file_lock(self) -> None:
-        fh = open(self.path / LOCK_FILE, "a+")  # noqa: SIM115 (held until close)
-        if fcntl is not None:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                fh.close()
-                raise LabelwiseError(
-                    f"DIR {self.path} is being labelled by another 'labelwise label' (it holds "
-                    f"{self.path / LOCK_FILE}); use that page, or stop it first"
-                ) from None
-        self._lock_fh = fh
+        self._lock_fh = lock_directory(
+            self.path,
+            f"DIR {self.path} is being labelled by another 'labelwise label' (it holds "
+            f"{self.path / LOCK_FILE}); use that page, or stop it first",
+        )
 
     def close(self) -> None:
         """Release the directory's lock file."""
         if self._lock_fh is not None:
-            if fcntl is not None:
-                with contextlib.suppress(OSError):
-                    fcntl.flock(self._lock_fh.fileno(), fcntl.LOCK_UN)
-            self._lock_fh.close()
+            unlock(self._lock_fh)
             self._lock_fh = None
 
     def _open(self) -> None:
@@ -197,24 +219,9 @@ class LabelSession:
         Rows of the file not recorded yet are recorded now, as ``labelwise estimate`` would.
         """
         path = self.path / LABELS
+        self._labels_stamp = _file_stamp(path)
         if path.is_file():
-            rows, kind, values = self.ws.read_label_file(path)
-            if kind not in ("label", "target"):
-                raise LabelwiseError(
-                    f"{path} has a '{kind}' column; 'labelwise label' writes 'label' or "
-                    "'target': move that file away to label here"
-                )
-            if kind == "label" and self.n_classes is not None:
-                check_classes(path, rows, values, self.n_classes)
-            self.column = kind
-            self.labels = dict(zip(rows.tolist(), values.tolist(), strict=True))
-            order = set(self._order)
-            stray = [r for r in self.labels if r not in order]
-            if stray:
-                raise LabelwiseError(
-                    f"{path} labels rows that are not to be labelled here, e.g. {stray[:10]}; "
-                    "move that file away to label here"
-                )
+            self.labels = self._labels_on_disk()
         if self.st is not None:
             if self.st.kind is not None and self.st.kind not in ("label", "target"):
                 raise LabelwiseError(
@@ -238,6 +245,74 @@ class LabelSession:
                 self._record()
             for r, v in self.st.labels.items():
                 self.labels.setdefault(int(r), v)
+            self._write_labels_file()
+
+    def _labels_on_disk(self) -> dict[int, Any]:
+        """DIR/labels.csv's labels, checked: a label or target column, classes in range and
+        only rows to label here."""
+        path = self.path / LABELS
+        rows, kind, values = self.ws.read_label_file(path)
+        if kind not in ("label", "target"):
+            raise LabelwiseError(
+                f"{path} has a '{kind}' column; 'labelwise label' writes 'label' or "
+                "'target': move that file away to label here"
+            )
+        if kind == "label" and self.n_classes is not None:
+            check_classes(path, rows, values, self.n_classes)
+        if self.labels and kind != self.column:
+            raise LabelwiseError(
+                f"{path} now has a '{kind}' column, this page labels '{self.column}'"
+            )
+        self.column = kind
+        labels = dict(zip(rows.tolist(), values.tolist(), strict=True))
+        order = set(self._order)
+        stray = [r for r in labels if r not in order]
+        if stray:
+            raise LabelwiseError(
+                f"{path} labels rows that are not to be labelled here, e.g. {stray[:10]}; "
+                "move that file away to label here"
+            )
+        return labels
+
+    def _merge_labels_file(self) -> None:
+        """Labels another program wrote to DIR/labels.csv since the page last wrote it: added
+        (for a campaign, recorded); one that contradicts the page's is an error naming the row.
+        A label of the page missing from the file is kept (written back with the next answer).
+        """
+        path = self.path / LABELS
+        stamp = _file_stamp(path)
+        if stamp == self._labels_stamp:
+            return
+        if stamp is None:
+            self._labels_stamp = None
+            return
+        disk = self._labels_on_disk()
+        clash = [(r, v, self.labels[r]) for r, v in disk.items() if self.labels.get(r, v) != v]
+        if clash:
+            shown = "; ".join(
+                f"row {r}: {self._show(a)} in the file, {self._show(b)} on this page"
+                for r, a, b in clash[:5]
+            )
+            raise LabelwiseError(
+                f"{path} was changed by another program and labels {len(clash)} rows "
+                f"differently from this page ({shown}); fix that file (a label cannot change), "
+                "then go on"
+            )
+        new = {r: v for r, v in disk.items() if r not in self.labels}
+        if new:
+            self.labels.update(new)
+            if self.st is not None:
+                try:
+                    self._record()
+                except LabelwiseError:
+                    for r in new:
+                        del self.labels[r]
+                    self._reload_campaign()
+                    raise
+            else:
+                self._estimate()
+        self._labels_stamp = stamp
+        if len(disk) != len(self.labels):
             self._write_labels_file()
 
     # ------------------------------------------------------------------ the queue
@@ -504,10 +579,12 @@ class LabelSession:
         if not self.labels:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
+            self._labels_stamp = None
             return
         rows, values = self._labels_arrays()
         classes = self.ws.classes() if self.column == "label" else None
         write_labels_csv(path, rows, values, column=self.column, classes=classes, ids=self.ids)
+        self._labels_stamp = _file_stamp(path)
 
     def _save_page_state(self) -> None:
         self.ws.write_state(
@@ -537,12 +614,22 @@ class LabelSession:
     def _refresh(self) -> None:
         if self.st is not None and self._state_stamp() != self._stamp:
             self._open()
+        self._merge_labels_file()
 
     def _reload_campaign(self) -> None:
         """After a failed step: the campaign as saved on disk."""
         self.st = CampaignState.open(self.path)
         self.ws = self.st.ws
         self._stamp = self._state_stamp()
+
+
+def _file_stamp(path: Path) -> tuple[int, int, int] | None:
+    """What tells a file changed: its inode (files are replaced), time and size."""
+    try:
+        s = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (s.st_ino, s.st_mtime_ns, s.st_size)
 
 
 def check_classes(

@@ -13,7 +13,7 @@ from ..exceptions import LabelwiseError
 from ..labelstudio import LabelStudioAnswers, class_names, read_label_studio_export
 from ..workspace import LABELS, Workspace
 from ._common import DefaultsHelpFormatter
-from ._labelling import check_classes
+from ._labelling import LOCK_FILE, check_classes, lock_directory, unlock
 from .export import open_workspace, rows_to_label
 
 
@@ -105,6 +105,25 @@ def cmd_import(args: argparse.Namespace) -> int:
     ws = open_workspace(args.dir, held)
     names = class_names(ws)
     ans = read_label_studio_export(args.export, names)
+    fh = lock_directory(
+        args.dir,
+        f"DIR {args.dir} is being labelled on a 'labelwise label' page (it holds "
+        f"{args.dir / LOCK_FILE}); stop that page, then import; nothing written",
+    )
+    try:
+        return _import(args, held, waiting, ws, names, ans)
+    finally:
+        unlock(fh)
+
+
+def _import(
+    args: argparse.Namespace,
+    held: str,
+    waiting: Any,
+    ws: Workspace,
+    names: tuple[str, ...],
+    ans: LabelStudioAnswers,
+) -> int:
     recorded: dict[int, Any] = {}
     if held == "campaign":
         from .campaign import CampaignState
