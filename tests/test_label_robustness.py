@@ -204,3 +204,23 @@ def test_import_waits_for_the_page_and_the_page_merges_labels_added_meanwhile(
         s.close()
     code, _, err = _run(["import", d, export], capsys)  # the page stopped: import runs
     assert "being labelled" not in err
+
+
+# ------------------------------------------------------------------ 3. an export of another pile
+
+
+def test_import_refuses_an_export_of_another_pile(
+    pile: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _selection(pile, capsys)
+    rows = _rows(d)
+    other = [f"other/{i}.png" for i in range(N)]
+    export = _min_export(tmp_path / "ls.json", rows, lambda r: "1", ids=other)
+    code, _, err = _run(["import", d, export], capsys)
+    assert code == 2 and "carry a labelwise_id other than their row's" in err, err
+    assert f"row {sorted(rows)[0]}: 'other/{sorted(rows)[0]}.png' in the export" in err
+    assert not (d / "labels.csv").exists()
+    ids = [f"img {i}.png" for i in range(N)]  # the right ids: imported
+    export = _min_export(tmp_path / "ls.json", rows, lambda r: "1", ids=ids)
+    code, _, err = _run(["import", d, export], capsys)
+    assert code == 0, err

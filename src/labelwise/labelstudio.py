@@ -27,6 +27,7 @@ Tasks without an annotation, with only cancelled ones, with a choice that is no 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,7 +186,8 @@ class LabelStudioAnswers:
     ``(row, choices)`` for annotations with several choices; ``several`` lists the rows whose
     task had several usable annotations that disagree (the latest was taken); ``no_row``
     counts tasks without a labelwise row (not exported by labelwise); ``seen`` holds every
-    row that has a task in the export.
+    row that has a task in the export; ``ids`` the ``labelwise_id`` its tasks carry (rows
+    whose tasks carry none are absent).
     """
 
     format: str
@@ -197,6 +199,7 @@ class LabelStudioAnswers:
     several: list[int] = field(default_factory=list)
     no_row: int = 0
     seen: set[int] = field(default_factory=set)
+    ids: dict[int, set[str]] = field(default_factory=dict)
 
 
 def read_label_studio_export(
@@ -229,6 +232,9 @@ def read_label_studio_export(
             continue
         answers.setdefault(row, [])
         out.seen.add(row)
+        row_id = _task_id(task)
+        if row_id is not None:
+            out.ids.setdefault(row, set()).add(row_id)
         if full:
             anns = task.get("annotations", task.get("completions")) or []
             for k, ann in enumerate(anns):
@@ -275,6 +281,15 @@ def _task_row(task: Mapping[str, Any]) -> int | None:
                 return int(value)
             except (TypeError, ValueError, OverflowError):
                 return None
+    return None
+
+
+def _task_id(task: Mapping[str, Any]) -> str | None:
+    """The task's ``labelwise_id`` (as ``labelwise export`` wrote it), None if absent."""
+    for where in (task.get("data"), task.get("meta"), task):
+        if isinstance(where, Mapping) and ID_KEY in where:
+            value = where[ID_KEY]
+            return value if isinstance(value, str) else json.dumps(value)
     return None
 
 

@@ -105,6 +105,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     ws = open_workspace(args.dir, held)
     names = class_names(ws)
     ans = read_label_studio_export(args.export, names)
+    check_ids(ws, ans, args.export)
     fh = lock_directory(
         args.dir,
         f"DIR {args.dir} is being labelled on a 'labelwise label' page (it holds "
@@ -114,6 +115,26 @@ def cmd_import(args: argparse.Namespace) -> int:
         return _import(args, held, waiting, ws, names, ans)
     finally:
         unlock(fh)
+
+
+def check_ids(ws: Workspace, ans: LabelStudioAnswers, export: Path) -> None:
+    """An error when the export's tasks carry ``labelwise_id``s other than the rows' ids
+    (``ids.txt``; the row number when the pile has none): an export of another pile or
+    capture, whose row numbers mean other rows."""
+    ids = ws.row_ids()
+    wrong = []
+    for row, got in sorted(ans.ids.items()):
+        want = ids[row] if ids is not None and 0 <= row < len(ids) else str(row)
+        if got != {want}:
+            wrong.append((row, sorted(got)[0], want))
+    if wrong:
+        r, got_id, want = wrong[0]
+        raise LabelwiseError(
+            f"EXPORT {export}: {_n(len(wrong), 'task')} of {ans.n_tasks} carry a labelwise_id "
+            f"other than their row's (e.g. row {r}: {got_id!r} in the export, {want!r} here): "
+            f"it was exported from another pile, selection or capture; export this directory "
+            f"again ('labelwise export {ws.path}'); nothing written"
+        )
 
 
 def _import(
