@@ -15,6 +15,7 @@ from labelwise.cli import main
 from labelwise.cli._labelling import LabelSession
 from labelwise.exceptions import LabelwiseError
 from labelwise.io import read_labels_csv, write_labels_csv
+from labelwise.labelstudio import read_label_studio_export
 from synthetic import classifier_pile
 
 N, C = 90, 3
@@ -224,3 +225,33 @@ def test_import_refuses_an_export_of_another_pile(
     export = _min_export(tmp_path / "ls.json", rows, lambda r: "1", ids=ids)
     code, _, err = _run(["import", d, export], capsys)
     assert code == 0, err
+
+
+# ------------------------------------------------------------------ 4. latest annotation by time
+
+
+def test_the_latest_annotation_is_chosen_by_time_not_text(tmp_path: Path) -> None:
+    def ann(choice: str, when: str) -> dict[str, Any]:
+        result = [{"from_name": "label", "type": "choices", "value": {"choices": [choice]}}]
+        return {"result": result, "was_cancelled": False, "updated_at": when}
+
+    tasks = [
+        {  # "…10:00:00Z" sorts after "…10:00:00.500000Z" as text, but is earlier
+            "data": {"labelwise_row": 3},
+            "annotations": [
+                ann("dog", "2024-05-01T10:00:00.500000Z"),
+                ann("cat", "2024-05-01T10:00:00Z"),
+            ],
+        },
+        {  # 12:00+03:00 is 09:00 UTC, before 10:30Z
+            "data": {"labelwise_row": 4},
+            "annotations": [
+                ann("bird", "2024-05-01T10:30:00Z"),
+                ann("cat", "2024-05-01T12:00:00+03:00"),
+            ],
+        },
+    ]
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(tasks))
+    ans = read_label_studio_export(path, ["cat", "dog", "bird"])
+    assert ans.labels == {3: 1, 4: 2}

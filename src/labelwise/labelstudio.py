@@ -20,13 +20,15 @@ Back (:func:`read_label_studio_export`): Label Studio's JSON export (every task 
 ``annotations``, each with ``result[].value.choices`` and ``was_cancelled``) or its JSON-MIN
 export (one flat record per annotation: the task's ``data`` fields, ``id`` and ``label``:
 the choice, or ``{"choices": [...]}``). Several annotations of one task: the latest
-(``updated_at``, else ``created_at``, else the last listed) that was not cancelled counts.
+(``updated_at``, else ``created_at``, compared as times: ISO 8601, a ``Z`` or an offset;
+else the last listed) that was not cancelled counts.
 Tasks without an annotation, with only cancelled ones, with a choice that is no class
 (unknown) or with several choices are reported, never silently dropped.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -223,7 +225,7 @@ def read_label_studio_export(
     limit = n_classes if n_classes is not None else len(lookup) or None
     out = LabelStudioAnswers(format="JSON" if full else "JSON-MIN", n_tasks=len(doc))
     # row -> candidate answers (time, position, choices)
-    answers: dict[int, list[tuple[str, int, list[str] | None]]] = {}
+    answers: dict[int, list[tuple[_dt.datetime, int, list[str] | None]]] = {}
     cancelled: set[int] = set()
     for pos, task in enumerate(doc):
         row = _task_row(task)
@@ -293,8 +295,27 @@ def _task_id(task: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _when(ann: Mapping[str, Any]) -> str:
-    return str(ann.get("updated_at") or ann.get("created_at") or "")
+_NO_TIME = _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
+
+
+def _when(ann: Mapping[str, Any]) -> _dt.datetime:
+    """``updated_at`` (else ``created_at``) as a time in UTC; without one (or unreadable) the
+    earliest time, so that the order listed decides. A time without an offset counts as UTC."""
+    for key in ("updated_at", "created_at"):
+        text = ann.get(key)
+        if not isinstance(text, str) or not text.strip():
+            continue
+        t = text.strip()
+        if t[-1:] in ("Z", "z"):
+            t = t[:-1] + "+00:00"
+        try:
+            when = _dt.datetime.fromisoformat(t)
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=_dt.timezone.utc)
+            return when.astimezone(_dt.timezone.utc)
+        except (ValueError, OverflowError):  # not ISO 8601, or out of datetime's range
+            continue
+    return _NO_TIME
 
 
 def _result_choices(ann: Mapping[str, Any]) -> list[str] | None:
