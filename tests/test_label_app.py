@@ -114,7 +114,7 @@ def test_a_stale_answer_is_refused_and_bad_values_are_errors(
     r1 = proposed(camp)[1]
     for value, words in ((7, "class in [0, 4)"), ("x", "class number"), (1.5, "class number")):
         code, doc = served.post("/api/answer", {"row": r1, "value": value})
-        assert code == 409 and words in doc["error"], doc
+        assert code == 400 and words in doc["error"], doc  # a bad request, not a conflict
     not_proposed = next(r for r in range(N) if r not in proposed(camp))
     code, doc = served.post("/api/answer", {"row": not_proposed, "value": 0})
     assert code == 409 and "not a row to label" in doc["error"]

@@ -5,12 +5,15 @@ timestamps, malformed requests, dask arrays of unknown length, bad arguments."""
 from __future__ import annotations
 
 import json
+import socket
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from label_helpers import Running
 from labelwise.cli import main
 from labelwise.cli._labelling import LabelSession
 from labelwise.exceptions import LabelwiseError
@@ -255,3 +258,46 @@ def test_the_latest_annotation_is_chosen_by_time_not_text(tmp_path: Path) -> Non
     path.write_text(json.dumps(tasks))
     ans = read_label_studio_export(path, ["cat", "dog", "bird"])
     assert ans.labels == {3: 1, 4: 2}
+
+
+# ------------------------------------------------------------------ 5. malformed requests
+
+
+def _raw_post(url: str, body: bytes, length: bytes | None = None) -> tuple[int, bytes]:
+    host, port = url.split("//")[1].rstrip("/").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        n = str(len(body)).encode() if length is None else length
+        s.sendall(
+            b"POST /api/answer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: " + n + b"\r\nConnection: close\r\n\r\n" + body
+        )
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), rest
+
+
+def test_the_page_answers_400_to_malformed_requests(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _selection(pile, capsys)
+    row = _rows(d)[0]
+    running = Running(LabelSession(d))
+    try:
+        for body, length, words in (
+            (b'{"row":%d,"value":1e999}' % row, None, "finite number"),
+            (b'{"row":%d,"value":Infinity}' % row, None, "not valid JSON"),
+            (b'{"row":%d,"value":NaN}' % row, None, "not valid JSON"),
+            (b'{"row":%d,"value":true}' % row, None, "must be a number, got True"),
+            (b'{"row":1}', b"abc", "Content-Length must be a number"),
+            (b'{"row":1}', b"-1", "Content-Length must be a number"),
+            (b'{"row":1}', b"99999999999999999999", "request too large"),
+        ):
+            t0 = time.monotonic()
+            code, rest = _raw_post(running.url, body, length)
+            assert code == 400 and words in json.loads(rest)["error"], (body, length, rest)
+            assert time.monotonic() - t0 < 5
+        assert not (d / "labels.csv").exists()  # true was not taken as class 1
+    finally:
+        running.stop()

@@ -25,7 +25,7 @@ from typing import Any
 from .._json import dumps
 from ..exceptions import LabelwiseError
 from ._label_render import RowRenderer
-from ._labelling import LabelSession, Refused
+from ._labelling import BadAnswer, LabelSession, Refused
 
 __all__ = ["LabelServer", "is_loopback", "make_server"]
 
@@ -147,6 +147,9 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._json(HTTPStatus.NOT_FOUND, {"error": f"no such action: {path}"})
                 return
+        except BadAnswer as exc:
+            self._json(HTTPStatus.BAD_REQUEST, {"error": str(exc), "state": self._state()})
+            return
         except Refused as exc:
             self._json(HTTPStatus.CONFLICT, {"error": str(exc), "state": self._state()})
             return
@@ -158,9 +161,15 @@ class _Handler(BaseHTTPRequestHandler):
     # ------------------------------------------------------------------ helpers
     def _state(self) -> dict[str, Any]:
         session = self.server.session
+        problem = None
         with session.lock:
-            session.refresh()
+            try:
+                session.refresh()
+            except LabelwiseError as exc:  # e.g. labels.csv changed under the page
+                problem = str(exc)
             st = session.state()
+        if problem is not None:
+            st["error"] = problem
         if st["current"] is not None:
             st["current"]["view"] = self.server.renderer.view(st["current"]["row"])
         return st
@@ -169,13 +178,18 @@ class _Handler(BaseHTTPRequestHandler):
         kind = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if kind != "application/json":
             raise LabelwiseError("send the action as JSON (Content-Type: application/json)")
-        length = int(self.headers.get("Content-Length") or 0)
+        text = (self.headers.get("Content-Length") or "0").strip()
+        if not text.isdigit():  # no sign, no spaces inside: '-1' would read to the end
+            self.close_connection = True
+            raise LabelwiseError(f"Content-Length must be a number of bytes, got {text[:40]!r}")
+        length = int(text)
         if length > _MAX_BODY:
-            raise LabelwiseError("request too large")
+            self.close_connection = True
+            raise LabelwiseError(f"request too large (at most {_MAX_BODY} bytes)")
         raw = self.rfile.read(length) if length else b"{}"
         try:
-            doc = json.loads(raw.decode("utf-8") or "{}")
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            doc = json.loads(raw.decode("utf-8") or "{}", parse_constant=_no_constant)
+        except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError is a ValueError
             raise LabelwiseError(f"the request is not valid JSON ({exc})") from None
         if not isinstance(doc, dict):
             raise LabelwiseError("the request must be a JSON object")
@@ -193,6 +207,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if body:
             self.wfile.write(body)
+
+
+def _no_constant(name: str) -> Any:
+    """``json.loads``' hook for NaN, Infinity and -Infinity: not JSON, refused."""
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _int(body: dict[str, Any], key: str) -> int:

@@ -50,6 +50,7 @@ except ImportError:  # pragma: no cover
 __all__ = [
     "LOCK_FILE",
     "STATE_NAME",
+    "BadAnswer",
     "LabelSession",
     "Refused",
     "lock_directory",
@@ -63,6 +64,11 @@ TOP_K = 3
 
 class Refused(LabelwiseError):
     """An answer, skip or undo that cannot be applied to the current state (e.g. a stale tab)."""
+
+
+class BadAnswer(Refused):
+    """An answer whose value is no label at all (a bool, not a number, not finite): the
+    page's server answers 400, not 409."""
 
 
 def lock_directory(path: Path, busy: str) -> IO[Any]:
@@ -491,22 +497,26 @@ class LabelSession:
     # ------------------------------------------------------------------ internals
 
     def _check_value(self, value: Any) -> int | float:
+        if isinstance(value, bool):  # JSON true/false: not a class, not a number
+            raise BadAnswer(f"a {self.column} must be a number, got {value!r}")
+        if isinstance(value, float) and not np.isfinite(value):  # 1e999 reads as inf
+            raise BadAnswer(f"a {self.column} must be a finite number, got {value!r}")
         if self.column == "label":
             try:
                 v = int(value)
-            except (TypeError, ValueError):
-                raise Refused(f"a label must be a class number, got {value!r}") from None
+            except (TypeError, ValueError, OverflowError):
+                raise BadAnswer(f"a label must be a class number, got {value!r}") from None
             if isinstance(value, float) and value != v:
-                raise Refused(f"a label must be a class number, got {value!r}")
+                raise BadAnswer(f"a label must be a class number, got {value!r}")
             if self.n_classes is not None and not 0 <= v < self.n_classes:
-                raise Refused(f"a label must be a class in [0, {self.n_classes}), got {v}")
+                raise BadAnswer(f"a label must be a class in [0, {self.n_classes}), got {v}")
             return v
         try:
             f = float(value)
-        except (TypeError, ValueError):
-            raise Refused(f"a {self.column} must be a number, got {value!r}") from None
+        except (TypeError, ValueError, OverflowError):
+            raise BadAnswer(f"a {self.column} must be a number, got {value!r}") from None
         if not np.isfinite(f):
-            raise Refused(f"a {self.column} must be a finite number, got {value!r}")
+            raise BadAnswer(f"a {self.column} must be a finite number, got {value!r}")
         return f
 
     @staticmethod
