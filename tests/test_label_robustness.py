@@ -301,3 +301,28 @@ def test_the_page_answers_400_to_malformed_requests(
         assert not (d / "labels.csv").exists()  # true was not taken as class 1
     finally:
         running.stop()
+
+
+# ------------------------------------------------------------------ 6. dask of unknown length
+
+
+def test_a_dask_array_of_unknown_length_says_compute_chunk_sizes() -> None:
+    da = pytest.importorskip("dask.array")
+    import labelwise as lw
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(120, 4)).astype(np.float32)
+    z = rng.normal(size=(120, 3))
+    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    dp = da.from_array(p, chunks=(40, 3))
+    dp = dp[dp[:, 0] >= 0]
+    dx = da.from_array(a, chunks=(40, 4))
+    dx = dx[dx[:, 0] > -1e9]
+    assert np.isnan(dx.shape[0])
+    for call in (
+        lambda: lw.css_select(dp, 20, rng=0),
+        lambda: lw.ces_select(dx, 20, rng=0),
+        lambda: lw.Campaign(dx, dp, rng=0),
+    ):
+        with pytest.raises(LabelwiseError, match=r"unknown chunk sizes.*compute_chunk_sizes"):
+            call()

@@ -211,6 +211,18 @@ class ChunkedArray:
         return whole if dtype is None else whole.astype(dtype)
 
 
+def known_shape(x: Any, name: str = "the dask array") -> tuple[int, ...]:
+    """``x.shape`` as integers; a dask array of unknown length (NaN chunks, e.g. after boolean
+    filtering) is a :class:`LabelwiseError` saying how to compute its chunk sizes."""
+    shape = tuple(x.shape)
+    if any(isinstance(s, float) and not np.isfinite(s) for s in shape):
+        raise LabelwiseError(
+            f"{name} has unknown chunk sizes (shape {shape}, e.g. after boolean indexing); call "
+            "its .compute_chunk_sizes() first (for a dask DataFrame: .to_dask_array(lengths=True))"
+        )
+    return tuple(int(s) for s in shape)
+
+
 def open_array(source: Any) -> Any:
     """A row-readable array from ``source``.
 
@@ -232,7 +244,10 @@ def open_array(source: Any) -> Any:
                 return open_zarr(p, "zarr pile")
             return ChunkedArray.open(p)
         raise LabelwiseError(f"{p} does not exist")
-    if isinstance(source, np.ndarray | ChunkedArray) or is_dask(source) or _is_zarr(source):
+    if is_dask(source):
+        known_shape(source)
+        return source
+    if isinstance(source, np.ndarray | ChunkedArray) or _is_zarr(source):
         return source
     return np.asarray(source)
 
@@ -485,6 +500,8 @@ def check_rows(x: Any, name: str, *, ndim: int | Sequence[int], min_rows: int = 
     finiteness is checked block by block in the passes (:func:`map_rows`).
     """
     check_not_container(x, name)
+    if is_dask(x):
+        known_shape(x, name)
     try:
         arr = open_array(x)
     except (TypeError, ValueError) as exc:

@@ -250,7 +250,7 @@ def check_probabilities(arr: Any, flag: str) -> None:
     .npy or a zarr array is checked without loading it whole.
     """
     a = arr if hasattr(arr, "shape") and hasattr(arr, "dtype") else np.asarray(arr)
-    shape, dtype = tuple(int(s) for s in a.shape), np.dtype(a.dtype)
+    shape, dtype = _chunks.known_shape(a, flag), np.dtype(a.dtype)
     hint = (
         "; logits or regression outputs? Save softmax probabilities, e.g. with "
         "'labelwise capture --head softmax'"

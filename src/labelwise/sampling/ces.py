@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._chunks import known_shape
 from .._params import Interval, Options, Param, validate_params
 from .._progress import progress_bar
 from .._results import Selection
@@ -187,7 +188,7 @@ class _Pile:
             shape, dtype = x.shape, x.dtype
         else:
             x = activations
-            shape, dtype = tuple(int(s) for s in x.shape), np.dtype(x.dtype)
+            shape, dtype = known_shape(x, name), np.dtype(x.dtype)
             if len(shape) not in (2, 3, 4, 5):
                 raise LabelwiseError(f"{name} must be 2-D or 3-D or 4-D or 5-D, got shape {shape}")
             if dtype.kind not in "biuf":
