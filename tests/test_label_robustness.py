@@ -326,3 +326,16 @@ def test_a_dask_array_of_unknown_length_says_compute_chunk_sizes() -> None:
     ):
         with pytest.raises(LabelwiseError, match=r"unknown chunk sizes.*compute_chunk_sizes"):
             call()
+
+
+# ------------------------------------------------------------------ 7. arguments first
+
+
+def test_import_checks_confidence_before_writing(
+    pile: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _campaign(pile, capsys)
+    export = _min_export(tmp_path / "ls.json", _rows(d)[:5], lambda r: "1")
+    code, _, err = _run(["import", d, export, "--confidence", "1.5"], capsys)
+    assert code == 2 and "--confidence must be in (0, 1), got 1.5" in err
+    assert not (d / "labels.csv").exists()

@@ -101,6 +101,8 @@ def summarize(
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    if not 0 < args.confidence < 1:  # before anything is written
+        raise LabelwiseError(f"--confidence must be in (0, 1), got {args.confidence}")
     held, waiting = rows_to_label(args.dir)
     ws = open_workspace(args.dir, held)
     names = class_names(ws)
