@@ -339,3 +339,25 @@ def test_import_checks_confidence_before_writing(
     code, _, err = _run(["import", d, export, "--confidence", "1.5"], capsys)
     assert code == 2 and "--confidence must be in (0, 1), got 1.5" in err
     assert not (d / "labels.csv").exists()
+
+
+# ------------------------------------------------------------------ 8. report: unrecorded labels
+
+
+def test_the_campaign_report_says_which_labels_are_not_recorded(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    d = _campaign(pile, capsys, batch=12)
+    rows = _rows(d)
+    y = pile["y"]
+    f = d / "labels.csv"
+    f.write_text("row,label,class\n" + "".join(f"{r},{y[r]},{NUMERIC[y[r]]}\n" for r in rows[:8]))
+    code, _, err = _run(["estimate", d, "--labels", f], capsys)
+    assert code == 0, err
+    f.write_text("row,label,class\n" + "".join(f"{r},{y[r]},{NUMERIC[y[r]]}\n" for r in rows[:11]))
+    code, _, err = _run(["report", d], capsys)
+    assert code == 0, err
+    page = (d / "report.html").read_text()
+    assert "holds 3 labels not yet recorded" in page
+    assert f"estimate {d} --labels {f}" in page.replace("&#x27;", "'")

@@ -153,7 +153,7 @@ def _campaign_data(d: Path, conf: float) -> ReportData:
         "interval": est.interval,
         "confidence": conf,
     }
-    return ReportData(
+    data = ReportData(
         directory=d,
         kind="campaign",
         estimate=est,
@@ -170,6 +170,30 @@ def _campaign_data(d: Path, conf: float) -> ReportData:
         class_names=names,
         labelled=_labelled(r, given, pred, kind, names, ws.row_ids()),
         anytime=anytime,
+    )
+    unrecorded = _unrecorded_note(d, ws, recorded)
+    if unrecorded:
+        data.notes.append(unrecorded)
+    return data
+
+
+def _unrecorded_note(d: Path, ws: Workspace, recorded: dict[int, Any]) -> str:
+    """A campaign's report uses the labels it recorded, as ``labelwise estimate`` does: say
+    how many labels of ``DIR/labels.csv`` are not recorded yet and how to record them."""
+    path = d / LABELS
+    if not path.is_file():
+        return ""
+    try:
+        rows, _, _ = ws.read_label_file(path)
+    except LabelwiseError as exc:
+        return f"{path} was not read ({exc}); this report uses the labels the campaign recorded"
+    n = len({int(r) for r in rows} - {int(r) for r in recorded})
+    if not n:
+        return ""
+    return (
+        f"{path} holds {n} {'label' if n == 1 else 'labels'} not yet recorded, so not in this "
+        f"report (it uses the {len(recorded)} recorded labels); record them with 'labelwise "
+        f"estimate {d} --labels {path}', then report again"
     )
 
 
