@@ -361,3 +361,20 @@ def test_the_campaign_report_says_which_labels_are_not_recorded(
     page = (d / "report.html").read_text()
     assert "holds 3 labels not yet recorded" in page
     assert f"estimate {d} --labels {f}" in page.replace("&#x27;", "'")
+
+
+# ------------------------------------------------------------------ 9. a CSV export
+
+
+def test_import_of_a_csv_or_cut_export_says_to_export_json(
+    pile: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _selection(pile, capsys)
+    csv_export = tmp_path / "export.csv"
+    csv_export.write_text("image,labelwise_row,label\nimg 1.png,1,2\n")
+    cut = tmp_path / "cut.json"
+    cut.write_text('[{"labelwise_row": 1, "label": "2"}, {"labelwise_r')
+    for path, words in ((csv_export, "looks like a CSV or TSV export"), (cut, "cut short")):
+        code, _, err = _run(["import", d, path], capsys)
+        assert code == 2 and words in err and "export the Label Studio project as JSON" in err
+        assert len(err.strip().splitlines()) == 1

@@ -212,7 +212,7 @@ def read_label_studio_export(
     A choice is the class whose name it equals (``names``), else an integer in
     ``[0, n_classes)`` (``n_classes`` defaults to ``len(names)``).
     """
-    doc = read_json(path, f"EXPORT {path}")
+    doc = _read_export(Path(path))
     if isinstance(doc, dict):
         doc = [doc]
     if not isinstance(doc, list) or not all(isinstance(t, dict) for t in doc):
@@ -284,6 +284,32 @@ def _task_row(task: Mapping[str, Any]) -> int | None:
             except (TypeError, ValueError, OverflowError):
                 return None
     return None
+
+
+def _read_export(path: Path) -> Any:
+    """The export's JSON; a CSV/TSV export or a cut file is an error saying to export JSON."""
+    if not path.is_file():
+        return read_json(path, f"EXPORT {path}")  # the usual error for a missing file
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LabelwiseError(f"EXPORT {path} cannot be read ({exc})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        head = text.lstrip("\ufeff \t\r\n")[:1]
+        what = (
+            "is empty"
+            if not head
+            else "looks like a CSV or TSV export"
+            if head not in "[{"
+            else f"is not valid JSON, cut short? ({exc})"
+        )
+        raise LabelwiseError(
+            f"EXPORT {path} {what}: export the Label Studio project as JSON or JSON-MIN "
+            "(Export > JSON) and import that file"
+        ) from None
 
 
 def _task_id(task: Mapping[str, Any]) -> str | None:
