@@ -6,8 +6,9 @@ Layout (every file written atomically)::
     DIR/to_label.csv     order,row,new: the rows to label in selection order; new=1 marks the
                          rows added by the last selection or extension. When the row ids are
                          known (:meth:`Workspace.row_ids`), order,row,id,new
-    DIR/labels.csv       row,label (written by the demo; a labeller's file can live anywhere;
-                         it may name rows by id and classes by name, see :meth:`read_label_file`)
+    DIR/labels.csv       row,label[,class][,id] (written by the demo, import and label: the
+                         class index and its name; a labeller's file can live anywhere; it may
+                         name rows by id and classes by name, see :meth:`read_label_file`)
     DIR/estimate.json    the last estimate
     DIR/ranking.json     the last ranking
     DIR/<name>.state.json / <name>.state.npz   other state, e.g. a sequential campaign's

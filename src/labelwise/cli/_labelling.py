@@ -4,11 +4,12 @@
 works on a campaign directory (``labelwise campaign``) or a selection directory (``labelwise
 select``) and keeps, in the directory (every file written atomically):
 
-- ``DIR/labels.csv``: ``row,label`` (or ``row,target`` for regression), plus ``id`` when the
-  pile's row ids are known, in answer order. For a campaign, every answer is also recorded in
-  the campaign's state exactly as ``labelwise estimate DIR --labels DIR/labels.csv`` records
-  it (the same function, :func:`.campaign.record_and_estimate`), so that command gives the
-  estimate the page shows.
+- ``DIR/labels.csv``: ``row,label`` (or ``row,target`` for regression), plus ``class`` (the
+  label's class name) when the class names are known and ``id`` when the pile's row ids are
+  known, in answer order (:func:`labelwise.io.write_labels_csv`). For a campaign, every
+  answer is also recorded in the campaign's state exactly as ``labelwise estimate DIR --labels
+  DIR/labels.csv`` records it (the same function, :func:`.campaign.record_and_estimate`), so
+  that command gives the estimate the page shows.
 - ``DIR/labelling.state.json``: the answers' order (for undo) and the rows skipped (they come
   back at the end of the queue), so a restart resumes where the last session stopped.
 

@@ -24,7 +24,7 @@ def add_parser(sub: Any) -> None:
         description=(
             "Read Label Studio's JSON export (or its JSON-MIN export) of the tasks written by "
             "'labelwise export', map each choice to its class (by name, see classes.json, or "
-            "as a class number) and add the labels to DIR/labels.csv (row,label). For a "
+            "as a class number) and add the labels to DIR/labels.csv (row,label,class). For a "
             "campaign the labels are then recorded and the estimate printed, as 'labelwise "
             "estimate DIR --labels DIR/labels.csv' does. A task with several annotations "
             "counts its latest one that was not cancelled. Tasks without an annotation, "
