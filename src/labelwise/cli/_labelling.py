@@ -594,6 +594,8 @@ class LabelSession:
             return
         rows, values = self._labels_arrays()
         classes = self.ws.classes() if self.column == "label" else None
+        if classes is not None and self.n_classes is not None and len(classes) != self.n_classes:
+            classes = None  # names that do not fit the probabilities' columns are not written
         write_labels_csv(path, rows, values, column=self.column, classes=classes, ids=self.ids)
         self._labels_stamp = _file_stamp(path)
 
