@@ -337,7 +337,7 @@ def read_labels_csv(
         if kind != "label":
             vals.append(_parse_float(raw, p, line_no, kind))
         elif i_class is not None:
-            vals.append(_class_column(rec, i_val, i_class, p, line_no, classes))
+            vals.append(_class_column(rec, i_val, i_class, p, line_no, classes, index_of))
         elif index_of is not None and raw in index_of:
             as_index = _as_int(raw)
             assert classes is not None
@@ -417,12 +417,12 @@ def _class_column(
     path: Path,
     line_no: int,
     classes: Sequence[str] | None,
+    index_of: dict[str, int] | None,
 ) -> int:
     """A line's class from its ``class`` (a name) and, when both are there, its ``label``
     (the class index), which must agree."""
-    assert classes is not None
+    assert classes is not None and index_of is not None
     name = rec[i_class].strip()
-    index_of = {n: k for k, n in enumerate(classes)}
     if i_label == i_class:
         if name not in index_of:
             raise _unknown_class(name, path, line_no, classes)
