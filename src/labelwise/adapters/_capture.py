@@ -28,6 +28,9 @@ __all__ = ["Capture", "CaptureWriter", "array_rows", "parse_classes"]
 
 HEADS = ("softmax", "raw")
 _PROBABILITY_ATOL = 1e-4  # rows summing to 1 within this are taken as already-softmaxed
+#: the row-sum tolerance is at least this many machine epsilons of the model's output dtype
+#: (a float16 softmax sums to 1 within about 2e-4, a bfloat16 one within about 2e-3)
+_PROBABILITY_EPS = 2.5
 _CHUNK_ROWS = 1 << 16
 _FLUSH_BYTES = 64 << 20  # msync the memory maps after this much new data (not every batch)
 
@@ -55,6 +58,9 @@ class Capture:
     classes:
         Class names in output order when the model declares them (ONNX metadata ``classes``,
         a ``classes`` attribute of a PyTorch model), else ``None``.
+    probabilities_given:
+        ``head="softmax"``: whether the model's outputs already were probabilities (kept as
+        they are; decided on the first batch) rather than logits (softmaxed); else ``None``.
     """
 
     activations: NDArray[np.float32]
@@ -62,6 +68,7 @@ class Capture:
     layer: str
     head: str
     classes: tuple[str, ...] | None = None
+    probabilities_given: bool | None = None
 
     def __repr__(self) -> str:
         named = "" if self.classes is None else f", classes={len(self.classes)}"
@@ -201,6 +208,9 @@ class CaptureWriter:
         self._temps: dict[str, Path] = {}
         self._unflushed = 0
         self.written: list[str] = []
+        #: head="softmax": whether the model's outputs already are probabilities, decided
+        #: once, on the first batch (``None`` until then)
+        self.probabilities: bool | None = None
         if self.out is not None:
             if self.out.exists() and not self.out.is_dir():
                 raise LabelwiseError(f"out: {self.out} exists and is not a directory")
@@ -220,8 +230,22 @@ class CaptureWriter:
         self._temps[name] = Path(tmp)
         return np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=shape)
 
-    def write(self, start: int, feats: NDArray[Any], outs: NDArray[Any], label: str) -> None:
-        """Store rows ``start ...`` of both arrays (2-D, rows first, any float dtype)."""
+    def write(
+        self,
+        start: int,
+        feats: NDArray[Any],
+        outs: NDArray[Any],
+        label: str,
+        *,
+        eps: float | None = None,
+    ) -> None:
+        """Store rows ``start ...`` of both arrays (2-D, rows first, any float dtype).
+
+        ``eps`` is the machine epsilon of the dtype the model computed its outputs in (default:
+        that of ``outs``): with ``head="softmax"`` it sets how closely rows must sum to 1 to be
+        taken as probabilities already. That is decided on the first batch, for the whole
+        capture; a later batch that disagrees is an error.
+        """
         if self.activations is None or self.outputs is None:
             self.activations = self._allocate(
                 "activations.npy", (self.n_rows, feats.shape[1]), np.float32
@@ -255,6 +279,8 @@ class CaptureWriter:
                 f"the captured layer {label!r} is NaN or infinite at row {row}; "
                 "check the inputs for NaN/inf"
             )
+        if self.head == "softmax":
+            outs = self._as_probabilities(outs, start, stop, eps)
         self.activations[start:stop] = block
         self.outputs[start:stop] = outs
         self._unflushed += block.nbytes + int(np.asarray(outs).size) * 4
@@ -265,6 +291,40 @@ class CaptureWriter:
             assert isinstance(self.outputs, np.memmap)
             self.outputs.flush()
             self._unflushed = 0
+
+    def _as_probabilities(
+        self, outs: NDArray[Any], start: int, stop: int, eps: float | None
+    ) -> NDArray[Any]:
+        if eps is None:
+            kind = np.asarray(outs).dtype
+            eps = float(np.finfo(kind).eps) if kind.kind == "f" else 0.0
+        tolerance = max(_PROBABILITY_ATOL, _PROBABILITY_EPS * eps)
+        values = np.asarray(outs, dtype=np.float64)
+        if not np.isfinite(values).all():
+            return values  # finish() names the first non-finite row
+        worst = _probability_error(values)
+        looks = worst <= tolerance
+        if self.probabilities is None:
+            self.probabilities = looks
+        elif looks != self.probabilities:
+            first = "already probabilities" if self.probabilities else "not probabilities (logits)"
+            now = (
+                "are probabilities"
+                if looks
+                else f"are not (a row is off from summing to 1 by {worst:.3g})"
+            )
+            raise LabelwiseError(
+                f"the model's outputs for the first batch were {first} (rows of non-negative "
+                f"values summing to 1 within {tolerance:.3g}), but rows {start}-{stop - 1} {now}; "
+                "head='softmax' treats the whole capture one way: pass head='raw' (CLI: --head "
+                "raw) to keep the outputs as they are"
+            )
+        if self.probabilities:
+            return values
+        values = values - values.max(axis=1, keepdims=True)
+        np.exp(values, out=values)
+        values /= values.sum(axis=1, keepdims=True)
+        return values
 
     def finish(self, label: str, *, rows: int | None = None) -> tuple[Any, Any]:
         """Softmax (if asked and needed), check, and (with ``out``) move the files into place.
@@ -280,8 +340,6 @@ class CaptureWriter:
                 "dataset whose length is the number of rows"
             )
         outputs = self.outputs
-        if self.head == "softmax" and not _looks_like_probabilities(outputs):
-            _softmax_rows_inplace(outputs)
         bad = _first_nonfinite_row(outputs)
         if bad is not None:
             raise LabelwiseError(
@@ -341,25 +399,14 @@ def _new_file_mode() -> int:
 # --------------------------------------------------------------------------- softmax
 
 
-def _looks_like_probabilities(outputs: NDArray[np.float32]) -> bool:
-    """Non-negative, finite rows that sum to 1 (checked in chunks: works on memory maps)."""
-    for start in range(0, outputs.shape[0], _CHUNK_ROWS):
-        block = np.asarray(outputs[start : start + _CHUNK_ROWS])
-        if not np.isfinite(block).all() or block.min() < 0:
-            return False
-        sums = block.sum(axis=1, dtype=np.float64)
-        if np.abs(sums - 1.0).max() > _PROBABILITY_ATOL:
-            return False
-    return True
-
-
-def _softmax_rows_inplace(outputs: NDArray[np.float32]) -> None:
-    for start in range(0, outputs.shape[0], _CHUNK_ROWS):
-        block = outputs[start : start + _CHUNK_ROWS].astype(np.float64)
-        block -= block.max(axis=1, keepdims=True)
-        np.exp(block, out=block)
-        block /= block.sum(axis=1, keepdims=True)
-        outputs[start : start + _CHUNK_ROWS] = block
+def _probability_error(block: NDArray[np.float64]) -> float:
+    """How far the rows of ``block`` are from probabilities: the largest ``|sum - 1|``
+    (``inf`` when a value is negative or not finite)."""
+    if block.size == 0:
+        return 0.0
+    if not np.isfinite(block).all() or block.min() < 0:
+        return float("inf")
+    return float(np.abs(block.sum(axis=1) - 1.0).max())
 
 
 def _first_nonfinite_row(arr: NDArray[np.float32]) -> int | None:

@@ -81,7 +81,7 @@ def _capture_block(
     batch_size: int,
     acts_path: str,
     outs_path: str,
-) -> tuple[int, int, str]:
+) -> tuple[int, int, str, bool | None]:
     """Capture one block on a worker and write its rows into the output zarr arrays."""
     from . import torch as lw_torch
 
@@ -102,7 +102,7 @@ def _capture_block(
     stop = start + x.shape[0]
     zarr.open_array(acts_path, mode="r+")[start:stop] = cap.activations
     zarr.open_array(outs_path, mode="r+")[start:stop] = cap.outputs
-    return start, stop, cap.layer
+    return start, stop, cap.layer, cap.probabilities_given
 
 
 class _Shipped:
@@ -166,8 +166,8 @@ def capture_to_zarr(
         Directory for ``activations.zarr`` and ``outputs.zarr`` (created; existing arrays
         there are an error).
     layer, head, batch_size:
-        As :func:`labelwise.adapters.torch.capture` (``head="softmax"`` decides per block
-        whether the outputs already are probabilities).
+        As :func:`labelwise.adapters.torch.capture` (``head="softmax"`` decides on the first
+        row whether the outputs already are probabilities; a block that disagrees is an error).
     rows_per_task:
         Rows per Dask task and per output zarr chunk (default: the 64 MiB block budget of
         :mod:`labelwise._chunks` over 8 bytes per input, activation and output value of a
@@ -234,10 +234,18 @@ def capture_to_zarr(
             )
             for b, s in zip(blocks, starts, strict=True)
         ]
-        done: list[tuple[int, int, str]] = list(dask.compute(*tasks))
-        layers = {label for _, _, label in done}
+        done: list[tuple[int, int, str, bool | None]] = list(dask.compute(*tasks))
+        layers = {label for _, _, label, _ in done}
         if layers != {probe.layer}:
             raise LabelwiseError(f"blocks captured different layers: {sorted(layers)}")
+        odd = [(a, b) for a, b, _, given in done if given != probe.probabilities_given]
+        if odd:
+            first = "already probabilities" if probe.probabilities_given else "logits"
+            raise LabelwiseError(
+                f"the model's outputs for row 0 were {first}, but not for rows "
+                f"{odd[0][0]}-{odd[0][1] - 1} ({len(odd)} blocks disagree): head='softmax' must "
+                "treat the whole pile one way; pass head='raw' to keep the outputs as they are"
+            )
         for name in (ACTIVATIONS, OUTPUTS):
             os.replace(tmp / name, out / name)
     finally:

@@ -196,7 +196,12 @@ def capture(
             f"has {outputs.shape[1]} outputs; fix the metadata"
         )
     return Capture(
-        activations=activations, outputs=outputs, layer=graph.label, head=head, classes=classes
+        activations=activations,
+        outputs=outputs,
+        layer=graph.label,
+        head=head,
+        classes=classes,
+        probabilities_given=writer.probabilities,
     )
 
 

@@ -360,7 +360,8 @@ def capture(
         or a ``torch.utils.data.Dataset`` / ``DataLoader`` yielding tensors or ``(x, y)``
         tuples (a Dataset is read in order, ``batch_size`` rows at a time). The first axis is
         the rows; each batch is converted to the dtype of the model's first floating-point
-        parameter (float32 for most models, float64 for a ``model.double()``) and passed as
+        parameter (float32 for most models, float64 for a ``model.double()``; int64 token ids for a
+        model whose first layer is an ``nn.Embedding``) and passed as
         ``model(batch)``.
     layer:
         ``None`` (default) captures the *input* of the last ``nn.Linear`` that runs in the
@@ -456,7 +457,9 @@ def capture(
                 with bar, torch.no_grad():
                     for x in batches():
                         feats, outs = runner(x.to(target_device))
-                        writer.write(done, _numpy(feats), _numpy(outs), runner.label)
+                        writer.write(
+                            done, _numpy(feats), _numpy(outs), runner.label, eps=_eps(outs)
+                        )
                         done += int(x.shape[0])
                         bar.update(1)
             finally:
@@ -465,7 +468,12 @@ def capture(
     if classes is not None and outputs.shape[1] != len(classes):
         classes = None  # a `classes` attribute that does not describe the outputs
     return Capture(
-        activations=activations, outputs=outputs, layer=runner.label, head=head, classes=classes
+        activations=activations,
+        outputs=outputs,
+        layer=runner.label,
+        head=head,
+        classes=classes,
+        probabilities_given=writer.probabilities,
     )
 
 
@@ -473,6 +481,13 @@ def _numpy(values: torch.Tensor) -> np.ndarray:
     import torch
 
     return values.detach().to(device="cpu", dtype=torch.float32).numpy()
+
+
+def _eps(values: torch.Tensor) -> float:
+    """The machine epsilon of the dtype the model computed ``values`` in (0 for integers)."""
+    import torch
+
+    return float(torch.finfo(values.dtype).eps) if values.is_floating_point() else 0.0
 
 
 def _model_classes(model: torch.nn.Module) -> tuple[str, ...] | None:
@@ -519,13 +534,24 @@ def _check_device(device: Any) -> torch.device:
     return dev
 
 
+_ID_LAYERS = ("Embedding", "EmbeddingBag")
+
+
 def _input_dtype(model: torch.nn.Module) -> torch.dtype:
-    """The dtype of the model's first floating-point parameter (or buffer), else float32.
+    """The dtype of the model's first floating-point parameter (or buffer), else float32;
+    int64 when the model's first layer with parameters is an ``nn.Embedding`` (token ids).
 
     Inputs are cast to it, so that a float64 (or float16) model gets inputs it can multiply.
     """
     import torch
 
+    for module in model.modules():
+        if next(iter(module.parameters(recurse=False)), None) is None:
+            continue
+        kind = getattr(module, "original_name", None) or type(module).__name__
+        if isinstance(module, torch.nn.Embedding | torch.nn.EmbeddingBag) or kind in _ID_LAYERS:
+            return torch.int64
+        break
     for t in itertools.chain(model.parameters(), model.buffers()):
         if t.is_floating_point():
             return t.dtype
@@ -554,7 +580,7 @@ def _batches(
 
         def tensor_batches() -> Iterator[torch.Tensor]:
             for start in range(0, n, batch_size):
-                yield tensor[start : start + batch_size].detach().to(dtype=model_dtype)
+                yield _cast(tensor[start : start + batch_size].detach(), model_dtype, start)
 
         return n, tensor_batches
     if isinstance(inputs, DataLoader | Dataset):
@@ -566,7 +592,11 @@ def _batches(
     def array_batches() -> Iterator[torch.Tensor]:
         for start in range(0, n, batch_size):
             # a fresh, writable, contiguous copy of just these rows, in the model's dtype
-            rows = np.array(get(start, min(start + batch_size, n)), dtype=wide, order="C")
+            got = get(start, min(start + batch_size, n))
+            if model_dtype == torch.int64:
+                yield _cast(torch.from_numpy(np.array(got, order="C")), model_dtype, start)
+                continue
+            rows = np.array(got, dtype=wide, order="C")
             yield torch.from_numpy(rows).to(dtype=model_dtype)
 
     return n, array_batches
@@ -621,7 +651,24 @@ def _batch_tensor(item: Any, number: int, model_dtype: torch.dtype) -> torch.Ten
             f"inputs: batch {number} holds a tensor of shape {tuple(x.shape)} and dtype "
             f"{x.dtype}; expected real numbers with rows first"
         )
-    return x.detach().to(dtype=model_dtype)
+    return _cast(x.detach(), model_dtype, None)
+
+
+def _cast(x: torch.Tensor, model_dtype: torch.dtype, start: int | None) -> torch.Tensor:
+    """``x`` in ``model_dtype``; for a model taking integer ids (int64), float inputs must
+    hold whole numbers."""
+    import torch
+
+    if model_dtype != torch.int64 or not x.is_floating_point():
+        return x.to(dtype=model_dtype)
+    if not bool(torch.isfinite(x).all()) or not bool((x == x.round()).all()):
+        where = "" if start is None else f" (rows from {start})"
+        raise LabelwiseError(
+            "the model's first layer is an nn.Embedding, so it takes integer ids, but the "
+            f"inputs{where} hold non-integer {str(x.dtype).removeprefix('torch.')} values; "
+            "pass the token ids as an integer array (e.g. an int64 .npy pile)"
+        )
+    return x.to(dtype=model_dtype)
 
 
 # --------------------------------------------------------------------------- planning
