@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -73,3 +75,101 @@ def test_embedding_models_get_integer_inputs() -> None:
         np.testing.assert_allclose(cap.outputs, ref, atol=1e-6)
     with pytest.raises(LabelwiseError, match="integer ids"):
         capture(model, tokens + 0.5, progress=False)
+
+
+# --------------------------------------------------------------------------- 3. two outputs
+
+
+class LogitsFirst(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(16, 3)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = torch.relu(self.fc1(x))
+        return self.fc2(h), h
+
+
+class LabelAndProbs(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.m = LogitsFirst()
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self.m(x)[0]
+        return logits.argmax(1), torch.softmax(logits, 1)
+
+
+def test_two_outputs_are_told_apart_by_shape_not_order() -> None:
+    x = _x()
+    model = LogitsFirst().eval()
+    with pytest.raises(LabelwiseError, match=r"\(40, 3\).*\(40, 16\).*logits_output"):
+        capture(model, x, progress=False)
+    cap = capture(model, x, progress=False, logits_output=0)
+    assert cap.activations.shape == (40, 16) and cap.outputs.shape == (40, 3)
+    assert cap.layer == "output[1] (features)"
+    # (label, probabilities): the label is not the features; the default layer is used
+    cap = capture(LabelAndProbs().eval(), x, progress=False)
+    assert cap.outputs.shape == (40, 3) and cap.layer == "m.fc2 (input)"
+    assert cap.activations.shape == (40, 16)
+
+
+def test_onnx_two_outputs_are_told_apart(tmp_path) -> None:
+    pytest.importorskip("onnxruntime")
+    from labelwise.adapters import onnx as lw_onnx
+
+    x = _x()
+    for name, model, outs in (
+        ("lf.onnx", LogitsFirst().eval(), ["logits", "feat"]),
+        ("lp.onnx", LabelAndProbs().eval(), ["label", "probabilities"]),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                model,
+                (torch.randn(1, 8),),
+                str(tmp_path / name),
+                dynamo=False,
+                input_names=["input"],
+                output_names=outs,
+                dynamic_axes={"input": {0: "b"}},
+            )
+    with pytest.raises(LabelwiseError, match="logits_output"):
+        lw_onnx.capture(tmp_path / "lf.onnx", x, progress=False)
+    cap = lw_onnx.capture(tmp_path / "lf.onnx", x, progress=False, logits_output=0)
+    assert cap.layer == "feat" and cap.activations.shape == (40, 16)
+    cap = lw_onnx.capture(tmp_path / "lp.onnx", x, progress=False)
+    assert cap.outputs.shape == (40, 3) and cap.activations.shape == (40, 16)
+
+
+# --------------------------------------------------------------------------- 7. path-like class
+
+
+@pytest.mark.parametrize("spec", ["./pathmod:Net", "pathmod.py:Net", "sub/pathmod.py:Net"])
+def test_model_class_accepts_a_path_to_the_module(tmp_path, monkeypatch, spec: str) -> None:
+    import sys
+
+    from labelwise.adapters.torch import load_model
+
+    code = (
+        "import torch.nn as nn\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__(); self.fc = nn.Linear(4, 2)\n"
+        "    def forward(self, x): return self.fc(x)\n"
+    )
+    (tmp_path / "sub").mkdir()
+    for where in (tmp_path, tmp_path / "sub"):
+        (where / "pathmod.py").write_text(code)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "pathmod", raising=False)
+    torch.save(nn.Linear(4, 2).state_dict(), tmp_path / "lin.pt")
+    state = {f"fc.{k}": v for k, v in torch.load(tmp_path / "lin.pt").items()}
+    torch.save(state, tmp_path / "sd.pt")
+    model = load_model(tmp_path / "sd.pt", model_class=spec)
+    assert type(model).__name__ == "Net"
+    sys.modules.pop("pathmod", None)
+    with pytest.raises(LabelwiseError, match="no Python file"):
+        load_model(tmp_path / "sd.pt", model_class="./nothere:Net")

@@ -122,6 +122,53 @@ def parse_classes(value: Any, where: str) -> tuple[str, ...] | None:
     return tuple(names)
 
 
+def pair_roles(
+    shapes: tuple[tuple[Any, ...], tuple[Any, ...]],
+    labels: tuple[bool, bool],
+    logits_output: int | None,
+) -> tuple[int | None, int, str | None]:
+    """Which of two model outputs are the features and the logits: ``(features, logits,
+    warning)``; ``features`` is ``None`` when the other output is a predicted label.
+
+    ``shapes`` are the outputs' shapes (rows first), ``labels`` whether each one is a label
+    (1-D or integers).
+    """
+    if logits_output is not None:
+        other = 1 - logits_output
+        if labels[logits_output]:
+            raise LabelwiseError(
+                f"logits_output={logits_output} names output[{logits_output}] of shape "
+                f"{shapes[logits_output]}, which holds labels (1-D or integers), not class scores"
+            )
+        return (None if labels[other] else other), logits_output, None
+    if labels[0] and labels[1]:
+        raise LabelwiseError(
+            f"the model returns two outputs of shapes {shapes[0]} and {shapes[1]}, and both look "
+            "like labels (1-D or integers); capture needs class scores (rows, classes)"
+        )
+    if labels[0] or labels[1]:
+        return None, (1 if labels[0] else 0), None
+    if any(not s or not all(isinstance(d, int) for d in s[1:]) for s in shapes):
+        return 0, 1, None  # sizes not known up front (ONNX): the (features, logits) convention
+    widths = [int(np.prod(s[1:])) if len(s) > 1 else 1 for s in shapes]
+    if widths[0] > widths[1]:
+        return 0, 1, None
+    if widths[0] == widths[1]:
+        return (
+            0,
+            1,
+            f"the model returns two outputs of the same shape {shapes[0]}: taking output[0] as "
+            f"the features and output[1] as the logits; pass logits_output=0 (CLI: "
+            "--logits-output 0) if it is the other way",
+        )
+    raise LabelwiseError(
+        f"the model returns two outputs, output[0] of shape {shapes[0]} and output[1] of shape "
+        f"{shapes[1]}; labelwise reads two outputs as (features, logits), but here the second "
+        "is the wider one. Say which one holds the class scores: logits_output=0 or 1 (CLI: "
+        "--logits-output 0 or 1)"
+    )
+
+
 # --------------------------------------------------------------------------- rows
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,15 @@ from .._deps import require
 from .._progress import progress_bar
 from .._validation import check_int
 from ..exceptions import LabelwiseError
-from ._capture import HEADS, Capture, CaptureWriter, array_rows, model_file, parse_classes
+from ._capture import (
+    HEADS,
+    Capture,
+    CaptureWriter,
+    array_rows,
+    model_file,
+    pair_roles,
+    parse_classes,
+)
 
 __all__ = ["capture", "load_model"]
 
@@ -98,6 +107,7 @@ def capture(
     batch_size: int = 256,
     progress: bool = True,
     out: str | os.PathLike[str] | None = None,
+    logits_output: int | None = None,
 ) -> Capture:
     """Run an ONNX model over ``inputs`` once and capture a hidden tensor and the outputs.
 
@@ -127,6 +137,10 @@ def capture(
     out:
         ``None`` (arrays in memory) or a directory written batch by batch, as for
         :func:`labelwise.adapters.torch.capture`.
+    logits_output:
+        For a model with two outputs: which one (0 or 1) holds the class scores, as for
+        :func:`labelwise.adapters.torch.capture` (``None``: decided by the outputs' shapes and
+        types; a 1-D or integer output is a predicted label and is ignored).
 
     Returns
     -------
@@ -165,7 +179,9 @@ def capture(
         {p.key: p.value for p in proto.metadata_props}.get("classes"),
         "the ONNX metadata entry 'classes'",
     )
-    graph = _prepare(proto, layer)
+    if logits_output not in (None, 0, 1):
+        raise LabelwiseError(f"logits_output must be None, 0 or 1, got {logits_output!r}")
+    graph = _prepare(proto, layer, logits_output)
     session = _session(ort, proto)
 
     n_rows, get = array_rows(inputs)
@@ -208,7 +224,7 @@ def capture(
 # --------------------------------------------------------------------------- the graph
 
 
-def _prepare(proto: Any, layer: str | None) -> _Graph:
+def _prepare(proto: Any, layer: str | None, logits_output: int | None = None) -> _Graph:
     """Find the input, the output and the tensor to capture; add it to the graph outputs."""
     import onnx
 
@@ -235,8 +251,19 @@ def _prepare(proto: Any, layer: str | None) -> _Graph:
         d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
         for d in tensor_type.shape.dim
     )
-    # one output: the class scores; two: (features, logits), as the PyTorch tuple convention
-    output_name = g.output[1].name if len(g.output) == 2 else g.output[0].name
+    # one output: the class scores; two: (features, logits) by their shapes and types
+    pair_features: str | None = None
+    output_name = g.output[0].name
+    if len(g.output) == 2:
+        shapes = tuple(_static_shape(o) for o in g.output)
+        labels = tuple(_is_label_output(o) for o in g.output)
+        feats, logits, warning = pair_roles(
+            (shapes[0], shapes[1]), (labels[0], labels[1]), logits_output
+        )
+        output_name = g.output[logits].name
+        pair_features = None if feats is None else g.output[feats].name
+        if warning and layer is None and feats is not None:
+            warnings.warn(warning, UserWarning, stacklevel=3)
 
     try:
         inferred = onnx.shape_inference.infer_shapes(proto)
@@ -246,11 +273,11 @@ def _prepare(proto: Any, layer: str | None) -> _Graph:
     producers = {out: node for node in g.node for out in node.output}
     tensors = [out for node in g.node for out in node.output if out]
 
-    if layer is None and len(g.output) == 2:
-        features = g.output[0].name
+    if layer is None and pair_features is not None:
+        features = pair_features
         return _Graph(the_input.name, dims, input_dtype, output_name, features, features, False)
     if layer is None:
-        feature = _default_tensor(g, producers, initialisers)
+        feature = _default_tensor(g, producers, initialisers, output_name)
     else:
         if layer not in producers and layer != the_input.name:
             raise LabelwiseError(_unknown_tensor_message(layer, tensors))
@@ -264,10 +291,12 @@ def _prepare(proto: Any, layer: str | None) -> _Graph:
     return _Graph(the_input.name, dims, input_dtype, output_name, feature, feature, is_input)
 
 
-def _default_tensor(g: Any, producers: dict[str, Any], initialisers: set[str]) -> str:
-    """The data input of the last Gemm/MatMul from which the first output is computed."""
+def _default_tensor(
+    g: Any, producers: dict[str, Any], initialisers: set[str], output_name: str
+) -> str:
+    """The data input of the last Gemm/MatMul from which the class scores are computed."""
     feeding: set[int] = set()
-    stack = [g.output[-1].name if len(g.output) == 2 else g.output[0].name]
+    stack = [output_name]
     seen: set[str] = set()
     while stack:
         name = stack.pop()
@@ -291,6 +320,30 @@ def _default_tensor(g: Any, producers: dict[str, Any], initialisers: set[str]) -
         "no Gemm or MatMul feeds the ONNX model's output, so there is no default layer to "
         "capture: pass layer='<tensor name>' (CLI: --layer)"
     )
+
+
+def _static_shape(value_info: Any) -> tuple[Any, ...]:
+    """The declared shape of a graph output (unknown sizes as their names or ``"?"``)."""
+    dims = value_info.type.tensor_type.shape.dim
+    return tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in dims)
+
+
+def _is_label_output(value_info: Any) -> bool:
+    """A graph output holding labels: integer/bool/string elements, or rank 1."""
+    import onnx
+
+    tensor_type = value_info.type.tensor_type
+    floats = {
+        onnx.TensorProto.FLOAT,
+        onnx.TensorProto.DOUBLE,
+        onnx.TensorProto.FLOAT16,
+        onnx.TensorProto.BFLOAT16,
+    }
+    if not value_info.type.HasField("tensor_type"):
+        return False  # e.g. a sequence of maps (skl2onnx ZipMap): not a label
+    if tensor_type.elem_type not in floats:
+        return True
+    return tensor_type.HasField("shape") and len(tensor_type.shape.dim) == 1
 
 
 def _unknown_tensor_message(layer: str, names: list[str], shown: int = 8) -> str:

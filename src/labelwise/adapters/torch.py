@@ -36,7 +36,15 @@ from .._deps import require
 from .._progress import progress_bar
 from .._validation import check_int
 from ..exceptions import LabelwiseError
-from ._capture import HEADS, Capture, CaptureWriter, array_rows, model_file, parse_classes
+from ._capture import (
+    HEADS,
+    Capture,
+    CaptureWriter,
+    array_rows,
+    model_file,
+    pair_roles,
+    parse_classes,
+)
 from ._torch_graph import GraphTap, is_exported, tap_exported, tap_scripted
 
 if TYPE_CHECKING:
@@ -44,7 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Capture", "capture", "load_model"]
 
-_TUPLE_LABEL = "output[0] (features)"
+_TUPLE_PREFIX = "output["  # the label of features taken from a model's tuple output
 _TUPLE_HINT = (
     "pass the Python nn.Module instead, or save a TorchScript model whose forward() returns "
     "a tuple (features, logits)"
@@ -157,9 +165,10 @@ def _load(
 
 
 @contextlib.contextmanager
-def _cwd_on_path() -> Iterator[None]:
-    """The current directory first on ``sys.path`` (as ``python -m`` has it), then restored."""
-    cwd = os.getcwd()
+def _cwd_on_path(folder: str | None = None) -> Iterator[None]:
+    """The current directory (or ``folder``) first on ``sys.path`` (as ``python -m`` has it),
+    then restored."""
+    cwd = os.getcwd() if folder is None else folder
     added = cwd not in sys.path
     if added:
         sys.path.insert(0, cwd)
@@ -207,14 +216,30 @@ def _import_class(spec: str | type) -> type:
         module_name, _, attr = text.rpartition(".")
     if not module_name or not attr:
         raise LabelwiseError(f"model_class must look like 'package.module:Class', got {spec!r}")
+    folder = None
+    if module_name.endswith(".py") or "/" in module_name or os.sep in module_name:
+        # a path to the module's file, e.g. "./mymod", "mymod.py", "models/net.py"
+        file = module_name if module_name.endswith(".py") else module_name + ".py"
+        if not os.path.isfile(file):
+            raise LabelwiseError(
+                f"model_class {spec!r}: no Python file {file!r}; pass 'module:Class' (a module "
+                "importable from the current directory) or 'path/to/module.py:Class'"
+            )
+        folder = os.path.dirname(os.path.abspath(file))
+        module_name = os.path.splitext(os.path.basename(file))[0]
     try:
-        with _cwd_on_path():
+        with _cwd_on_path(folder):
             module = importlib.import_module(module_name)
     except ImportError as exc:
         raise LabelwiseError(
             f"cannot import module {module_name!r} for model_class {spec!r} ({exc}); run from "
             f"the directory that holds {module_name.replace('.', '/')}.py, or add its "
             "directory to PYTHONPATH"
+        ) from exc
+    except Exception as exc:  # the module itself fails, or a name import_module refuses
+        raise LabelwiseError(
+            f"cannot import module {module_name!r} for model_class {spec!r}: "
+            f"{type(exc).__name__}: {_short(exc)}"
         ) from exc
     obj: Any = module
     for part in attr.split("."):
@@ -343,6 +368,7 @@ def capture(
     device: str | torch.device = "cpu",
     progress: bool = True,
     out: str | os.PathLike[str] | None = None,
+    logits_output: int | None = None,
 ) -> Capture:
     """Run ``model`` over ``inputs`` once and capture a hidden layer and the outputs.
 
@@ -391,6 +417,14 @@ def capture(
         and ``predictions.npy`` there (memory-mapped, under temporary names renamed into
         place at the end, so an error leaves no partial file), and the result's arrays are
         read-only memory maps of those files: a pile larger than RAM can be captured.
+
+    logits_output:
+        For a model returning two tensors: which one (0 or 1) holds the class scores; the
+        other is captured as the features unless ``layer`` is given. ``None`` (default)
+        decides by shape: a 1-D or integer output is a predicted label (ignored; the
+        features come from ``layer`` or the default layer), otherwise the wider output is
+        the features and the narrower one the logits, and two outputs whose roles cannot be
+        told apart (the second wider than the first) are an error naming their shapes.
 
     Returns
     -------
@@ -442,7 +476,9 @@ def capture(
 
     # an exported program is frozen in the mode it was exported in (no eval()/train())
     frozen = is_exported(model)
-    runner = _Runner(model, plan, head)
+    if logits_output not in (None, 0, 1):
+        raise LabelwiseError(f"logits_output must be None, 0 or 1, got {logits_output!r}")
+    runner = _Runner(model, plan, head, logits_output)
     # a function made from a TorchScript graph records autograd even under no_grad(): switch
     # the parameters' requires_grad off for the pass (restored afterwards)
     with CaptureWriter(n_rows, head=head, out=out) as writer:
@@ -768,7 +804,7 @@ def _evaluating(
 
 
 def _as_pair(out: Any) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """``(features, logits)`` when the model returned a tuple/list of two tensors."""
+    """The two tensors when the model returned a tuple/list of two tensors."""
     import torch
 
     if (
@@ -780,6 +816,11 @@ def _as_pair(out: Any) -> tuple[torch.Tensor, torch.Tensor] | None:
     return None
 
 
+def _is_label(t: torch.Tensor) -> bool:
+    """A predicted label rather than scores: 1-D, or integer/bool values."""
+    return t.dim() <= 1 or not t.is_floating_point()
+
+
 class _Runner:
     """Runs one batch and returns ``(features, outputs)`` as 2-D tensors.
 
@@ -787,10 +828,14 @@ class _Runner:
     hooks fire inside them) with a tap on their forward graph (:mod:`._torch_graph`).
     """
 
-    def __init__(self, model: torch.nn.Module, plan: _Plan, head: str) -> None:
+    def __init__(
+        self, model: torch.nn.Module, plan: _Plan, head: str, logits_output: int | None = None
+    ) -> None:
         import torch
 
         self.model = model
+        self.logits_output = logits_output
+        self._warned = False
         self.plan = plan
         self.head = head
         self.scripted = isinstance(model, torch.jit.ScriptModule)
@@ -860,6 +905,26 @@ class _Runner:
         self.label = self.plan.label
         self.attach()
 
+    def _pair(self, out: Any) -> tuple[Any, Any]:
+        """``(features or None, logits)`` of a two-tensor output (else ``(None, out)``); sets
+        the label when the features are one of the outputs."""
+        pair = _as_pair(out)
+        if pair is None:
+            return None, out
+        feats, logits, warning = pair_roles(
+            (tuple(pair[0].shape), tuple(pair[1].shape)),
+            (_is_label(pair[0]), _is_label(pair[1])),
+            self.logits_output,
+        )
+        if warning and not self._warned and not self.plan.explicit:
+            self._warned = True
+            warnings.warn(warning, UserWarning, stacklevel=2)
+        if feats is None:
+            return None, pair[logits]
+        if not self.plan.explicit:
+            self.label = f"output[{feats}] (features)"
+        return pair[feats], pair[logits]
+
     def _call(self, x: torch.Tensor) -> Any:
         """``model(x)``; an error of the model becomes a :class:`LabelwiseError` saying the
         input shape given and, where it can be read off the first layer, the one expected."""
@@ -897,13 +962,13 @@ class _Runner:
         plan = self.plan
         if not self.graph:
             feats, out = self._forward(x)
-            self._mode = "tuple" if self.label == _TUPLE_LABEL else "hook"
+            self._mode = "tuple" if self.label.startswith(_TUPLE_PREFIX) else "hook"
             return feats, out
         if not plan.explicit:
-            pair = _as_pair(self._call(x))
-            if pair is not None:
-                self._mode, self.label = "tuple", _TUPLE_LABEL
-                return pair
+            feats, out = self._pair(self._call(x))
+            if feats is not None:
+                self._mode = "tuple"
+                return feats, out
         wanted = plan.name if plan.explicit else None
         if isinstance(self.model, torch.jit.ScriptModule):
             self._tap = tap_scripted(self.model, wanted)
@@ -923,21 +988,15 @@ class _Runner:
             raise
         except Exception as exc:
             raise self._failure(x, exc) from exc
-        pair = _as_pair(out)
-        if pair is not None:
-            out = pair[1]
-        return feats, out
+        return feats, self._pair(out)[1]
 
     def _forward(self, x: torch.Tensor) -> tuple[Any, Any]:
         """Plain ``model(x)``, features from the hook or from a ``(features, logits)`` tuple."""
         self._seen.clear()
         out = self._call(x)
-        pair = _as_pair(out)
-        if pair is not None and not self.plan.explicit:
-            self.label = _TUPLE_LABEL
-            return pair
-        if pair is not None:
-            out = pair[1]
+        feats, out = self._pair(out)
+        if feats is not None and not self.plan.explicit:
+            return feats, out
         if self._auto:
             self._choose_executed_linear()
         plan = self.plan

@@ -91,6 +91,14 @@ def add_parser(sub: Any) -> None:
         help="PyTorch: module name; ONNX: tensor name (default: the last hidden layer)",
     )
     c.add_argument("--head", choices=["softmax", "raw"], default="softmax", help="output transform")
+    c.add_argument(
+        "--logits-output",
+        type=int,
+        choices=[0, 1],
+        default=None,
+        help="a model with two outputs: which one holds the class scores (default: by shape; "
+        "the other one is captured as the features unless --layer is given)",
+    )
     c.add_argument("--batch-size", type=int, default=256, help="rows per forward pass")
     c.add_argument("--classes", type=Path, help=CLASSES_HELP)
     add_pile_arguments(c)
@@ -132,6 +140,7 @@ def _capture(args: argparse.Namespace, inputs: Any, out: Path) -> tuple[Any, dic
         "head": args.head,
         "batch_size": args.batch_size,
         "out": out,
+        "logits_output": args.logits_output,
     }
     if route == "onnx":
         from ..adapters import onnx
