@@ -173,3 +173,26 @@ def test_model_class_accepts_a_path_to_the_module(tmp_path, monkeypatch, spec: s
     sys.modules.pop("pathmod", None)
     with pytest.raises(LabelwiseError, match="no Python file"):
         load_model(tmp_path / "sd.pt", model_class="./nothere:Net")
+
+
+# --------------------------------------------------------------------------- 4. default layer
+
+
+class FunctionalHead(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc1 = nn.Linear(8, 16)
+        self.w = nn.Parameter(torch.randn(3, 16))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.linear(torch.relu(self.fc1(x)), self.w)
+
+
+def test_a_default_linear_that_is_not_the_head_is_flagged() -> None:
+    with pytest.warns(UserWarning, match=r"'fc1'.*16 outputs.*3 outputs.*--layer"):
+        cap = capture(FunctionalHead().eval(), _x(), progress=False)
+    assert cap.layer == "fc1 (input)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        capture(LogitsFirst().fc2, np.zeros((4, 16), np.float32), progress=False)

@@ -887,8 +887,9 @@ class _Runner:
             self._handles.pop().remove()
         self._seen.clear()
 
-    def _choose_executed_linear(self) -> None:
-        """Batch 1 of the default layer: keep the last Linear that ran, hook only it."""
+    def _choose_executed_linear(self, out: Any = None) -> None:
+        """Batch 1 of the default layer: keep the last Linear that ran, hook only it (with a
+        warning when its output is not as wide as the model's: it may not be the head)."""
         ran = [name for name, _ in self._seen]
         if not ran:
             raise LabelwiseError(
@@ -897,6 +898,7 @@ class _Runner:
                 "model.named_modules()), or make forward() return a tuple (features, logits)"
             )
         chosen = ran[-1]
+        self._check_head(chosen, ran, out)
         kept = [entry for entry in self._seen if entry[0] == chosen]
         self.detach()
         self._seen.extend(kept)
@@ -924,6 +926,28 @@ class _Runner:
         if not self.plan.explicit:
             self.label = f"output[{feats}] (features)"
         return pair[feats], pair[logits]
+
+    def _check_head(self, chosen: str, ran: list[str], out: Any) -> None:
+        import torch
+
+        width = getattr(dict(self.model.named_modules())[chosen], "out_features", None)
+        if not isinstance(out, torch.Tensor) or out.dim() < 1 or not isinstance(width, int):
+            return
+        wide = int(np.prod(out.shape[1:])) if out.dim() > 1 else 1
+        if wide == width:
+            return
+        linears = list(dict.fromkeys(ran))
+        others = [n for n, m in self.model.named_modules() if n and n not in linears]
+        warnings.warn(
+            f"the default layer is the input of {chosen!r}, the last nn.Linear that ran, but "
+            f"its {width} outputs are not the model's {wide} outputs, so it may not be the "
+            "classification head (e.g. a squeeze-and-excitation block, or a head applied with "
+            "F.linear); check the captured layer, or pass layer='<module>' (CLI: --layer) to "
+            f"capture a module's output. Linear layers that ran: {', '.join(linears)}; other "
+            f"modules: {', '.join(others[-8:]) or 'none'}",
+            UserWarning,
+            stacklevel=2,
+        )
 
     def _call(self, x: torch.Tensor) -> Any:
         """``model(x)``; an error of the model becomes a :class:`LabelwiseError` saying the
@@ -998,7 +1022,7 @@ class _Runner:
         if feats is not None and not self.plan.explicit:
             return feats, out
         if self._auto:
-            self._choose_executed_linear()
+            self._choose_executed_linear(out)
         plan = self.plan
         if plan.name is None:
             raise LabelwiseError(_no_linear_message())
