@@ -56,7 +56,8 @@ _LAYOUTS = ("chw", "hwc")
 class ImageSpec:
     """How every image of a folder becomes one row (the same for every row).
 
-    Each image is converted to ``channels`` (1: grey ``"L"``, 3: ``"RGB"``), resized to
+    Each image is converted to ``channels`` (1: grey ``"L"``, 3: ``"RGB"``; a 16-bit grey
+    image keeps its full depth, its values scaled by 255/65535 to the 8-bit range), resized to
     ``size`` = ``(height, width)`` with bilinear resampling (``None``: every image must already
     have the same size), scaled (``pixel * scale``), normalised per channel
     (``(x - mean) / std``; ``None``: not normalised) and laid out as ``"chw"``
@@ -364,16 +365,28 @@ def _open_npz(path: Path, key: str | None) -> Pile:
 
 
 def _image_files(root: Path) -> list[Path]:
-    found = [
-        f
-        for f in root.rglob("*")
-        if f.suffix.lower() in IMAGE_SUFFIXES and f.is_file() and not f.name.startswith(".")
-    ]
+    """The images under ``root``, recursively: hidden files and folders (``.name``, e.g.
+    ``.ipynb_checkpoints``) are skipped, symlinked folders are followed (each real folder once)."""
+    found: list[Path] = []
+    visited: set[str] = set()
+    for folder, dirs, names in os.walk(root, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in visited:  # a symlink loop, or a folder linked twice
+            dirs[:] = []
+            continue
+        visited.add(real)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in names:
+            f = Path(folder) / name
+            wanted = Path(name).suffix.lower() in IMAGE_SUFFIXES and not name.startswith(".")
+            if wanted and f.is_file():
+                found.append(f)
     return sorted(found, key=lambda f: f.relative_to(root).as_posix())
 
 
 def _open_images(root: Path, spec: ImageSpec) -> Pile:
     image_module = require("PIL.Image", "reading a folder of images", extra="images")
+    image_ops = require("PIL.ImageOps", "reading a folder of images", extra="images")
     files = _image_files(root)
     if not files:
         raise LabelwiseError(
@@ -410,7 +423,15 @@ def _open_images(root: Path, spec: ImageSpec) -> Pile:
         try:
             with image_module.open(f) as img:
                 img.load()
-                img = img.convert(mode)
+                img = image_ops.exif_transpose(img)  # a phone photo stored on its side
+                if img.mode.startswith("I"):
+                    # 16-bit grey (PNG "I;16", or "I"): keep the full depth, brought to the
+                    # 0-255 range of 8-bit images so that the default --scale 1/255 fits
+                    depth = 255.0 / 65535.0
+                    img = img.convert("F")
+                else:
+                    depth = None
+                    img = img.convert(mode)
                 if img.size != (width, height):
                     if spec.size is None:
                         raise LabelwiseError(
@@ -419,6 +440,10 @@ def _open_images(root: Path, spec: ImageSpec) -> Pile:
                         )
                     img = img.resize((width, height), image_module.Resampling.BILINEAR)
                 x = np.asarray(img, dtype=np.float32)
+                if depth is not None:
+                    x = x * np.float32(depth)
+                    if spec.channels == 3:
+                        x = np.repeat(x[:, :, None], 3, axis=2)
         except LabelwiseError:
             raise
         except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError ...
@@ -452,7 +477,13 @@ def _image_header(image_module: Any, f: Path) -> tuple[int, int]:
     """(width, height) from the file's header, without decoding the pixels."""
     try:
         with image_module.open(f) as img:
-            return int(img.size[0]), int(img.size[1])
+            width, height = int(img.size[0]), int(img.size[1])
+            # EXIF orientations 5-8 turn the image by 90 degrees (decode() applies them)
+            try:
+                turned = img.getexif().get(0x0112) in (5, 6, 7, 8)
+            except Exception:  # a truncated file: decode() names it
+                turned = False
+            return (height, width) if turned else (width, height)
     except Exception as exc:
         raise LabelwiseError(f"--inputs: cannot read image {f} ({exc})") from None
 

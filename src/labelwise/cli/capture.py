@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     # the capture is written into a staging directory inside --out and moved into place only
     # when every check passed: a failed run leaves an earlier capture in --out as it was
     stage = Path(tempfile.mkdtemp(prefix=".capture-", dir=out))
+    replacing = False
     try:
         cap, about = _capture(args, inputs, stage)
         n_out = int(cap.outputs.shape[1])
@@ -218,12 +220,18 @@ def cmd_capture(args: argparse.Namespace) -> int:
             },
         )
         # capture.json last: until it is replaced, the directory does not claim the new arrays
+        replacing = True
         (out / CAPTURE).unlink(missing_ok=True)
         for name in CAPTURE_FILES:
             if name not in written and name != CAPTURE:
                 (out / name).unlink(missing_ok=True)
         for name in [*written, CAPTURE]:
             os.replace(stage / name, out / name)
+    except KeyboardInterrupt:
+        if replacing:
+            raise
+        print(f"labelwise: interrupted; {out} left unchanged", file=sys.stderr)
+        return 130
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     print(

@@ -1,0 +1,98 @@
+"""Piles as people bring them: 16-bit and EXIF-rotated images, hidden and symlinked folders,
+CSV tables with gaps and index columns, ids with spaces; Ctrl-C during a capture."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from labelwise.cli import main
+from labelwise.piles import ImageSpec, open_pile
+
+Image = pytest.importorskip("PIL.Image")
+
+
+# ------------------------------------------------------------------------------ 5. 16-bit
+
+
+def test_16_bit_images_keep_their_depth(tmp_path: Path) -> None:
+    root = tmp_path / "pile"
+    root.mkdir()
+    values = [(np.arange(16).reshape(4, 4) * k * 100).astype(np.uint16) for k in (1, 2)]
+    for i, v in enumerate(values):
+        Image.fromarray(v).save(root / f"{i}.png")
+    with Image.open(root / "0.png") as img:
+        assert img.mode.startswith("I")
+    pile = open_pile(root, image=ImageSpec(channels=1))
+    got = pile[0:2]
+    for i, v in enumerate(values):
+        np.testing.assert_allclose(got[i, 0], v / 65535.0, rtol=1e-5, atol=1e-7)
+    rgb = open_pile(root, image=ImageSpec(channels=3))[0:1]
+    np.testing.assert_allclose(rgb[0, 2], values[0] / 65535.0, rtol=1e-5, atol=1e-7)
+
+
+# ------------------------------------------------------------------------------ 12. EXIF
+
+
+def test_exif_orientation_is_applied(tmp_path: Path) -> None:
+    root = tmp_path / "pile"
+    root.mkdir()
+    turned = np.zeros((6, 8, 3), np.uint8)
+    turned[0, :, 0] = 255  # the top row of the stored image is red
+    exif = Image.Exif()
+    exif[0x0112] = 6  # shown turned by 90 degrees: 8 high, 6 wide
+    Image.fromarray(turned).save(root / "a.png", exif=exif)
+    Image.fromarray(np.zeros((8, 6, 3), np.uint8)).save(root / "b.png")
+    pile = open_pile(root, image=ImageSpec(channels=3))
+    assert pile.shape == (2, 3, 8, 6)
+    first = pile[0:1][0]
+    assert first[0].sum(axis=0).max() > 0 and first.shape == (3, 8, 6)
+
+
+# ------------------------------------------------------------------------------ 9. folders
+
+
+def _png(path: Path, value: int = 0) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.full((4, 4), value, np.uint8), mode="L").save(path)
+
+
+def test_hidden_folders_are_skipped_and_symlinked_folders_followed(tmp_path: Path) -> None:
+    root = tmp_path / "pile"
+    _png(root / "own" / "0.png")
+    _png(root / ".ipynb_checkpoints" / "0-checkpoint.png")
+    _png(root / "own" / ".hidden.png")
+    _png(tmp_path / "store" / "cats" / "1.png")
+    os.symlink(tmp_path / "store" / "cats", root / "cats")
+    os.symlink(root, root / "own" / "loop")  # a cycle is read once
+    pile = open_pile(root, image=ImageSpec(channels=1))
+    assert list(pile.ids) == ["cats/1.png", "own/0.png"]
+
+
+# ------------------------------------------------------------------------------ 12. Ctrl-C
+
+
+def test_ctrl_c_during_capture_is_one_line_and_exit_130(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from labelwise.cli import capture as cli_capture
+
+    np.save(tmp_path / "x.npy", np.zeros((3, 4), np.float32))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "activations.npy").write_text("earlier")
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_capture, "_capture", interrupted)
+    code = main(["capture", "--model", str(tmp_path / "m.pt"), "--inputs",
+                 str(tmp_path / "x.npy"), "--out", str(out)])  # fmt: skip
+    assert code == 130
+    err = capsys.readouterr().err
+    assert err.strip() == f"labelwise: interrupted; {out} left unchanged"
+    assert sorted(p.name for p in out.iterdir()) == ["activations.npy"]
+    assert (out / "activations.npy").read_text() == "earlier"
