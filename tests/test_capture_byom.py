@@ -196,3 +196,32 @@ def test_a_default_linear_that_is_not_the_head_is_flagged() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         capture(LogitsFirst().fc2, np.zeros((4, 16), np.float32), progress=False)
+
+
+# --------------------------------------------------------------------------- 8. one logit
+
+
+def test_single_logit_binary_classifier_gives_two_class_probabilities(tmp_path) -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1)).eval()
+    x = _x()
+    with torch.no_grad():
+        p = torch.sigmoid(model(torch.from_numpy(x))).numpy()[:, 0]
+    cap = capture(model, x, progress=False, out=tmp_path / "cap")
+    assert cap.outputs.shape == (40, 2)
+    np.testing.assert_allclose(cap.outputs[:, 1], p, atol=1e-6)
+    np.testing.assert_allclose(cap.outputs.sum(axis=1), 1.0, atol=1e-6)
+    predictions = np.load(tmp_path / "cap" / "predictions.npy")
+    assert predictions.dtype == np.int64
+    np.testing.assert_array_equal(predictions, (p > 0.5).astype(np.int64))
+
+
+def test_select_refuses_probs_outside_zero_one(tmp_path) -> None:
+    from labelwise.cli import main
+
+    np.save(tmp_path / "a.npy", _x(50))
+    np.save(tmp_path / "c.npy", np.linspace(-3, 7, 50).astype(np.float32))
+    code = main(["select", "--method", "ces", "--budget", "6", "--activations",
+                 str(tmp_path / "a.npy"), "--probs", str(tmp_path / "c.npy"), "--out",
+                 str(tmp_path / "sel")])  # fmt: skip
+    assert code == 2

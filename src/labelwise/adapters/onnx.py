@@ -438,10 +438,14 @@ def _outputs(values: Any, rows: int, head: str) -> NDArray[Any]:
         raise LabelwiseError(f"the model output has shape {arr.shape}, expected {rows} rows first")
     if head == "raw":
         return arr.reshape(rows, -1)
+    if arr.ndim == 1 or (arr.ndim == 2 and arr.shape[1] == 1):
+        # one logit per row: a binary classifier, probabilities [1 - sigmoid, sigmoid]
+        p = 1.0 / (1.0 + np.exp(-arr.reshape(rows, 1).astype(np.float64)))
+        return np.concatenate([1.0 - p, p], axis=1)
     if arr.ndim != 2 or arr.shape[1] < 2:
         raise LabelwiseError(
             f"head='softmax' needs model outputs of shape (rows, classes) with at least 2 "
-            f"classes, got {arr.shape}; use head='raw' for other outputs (e.g. a single "
-            "sigmoid logit or a regression)"
+            f"classes (or one logit per row), got {arr.shape}; use head='raw' for other "
+            "outputs (e.g. a regression)"
         )
     return arr

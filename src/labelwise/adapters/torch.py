@@ -401,7 +401,10 @@ def capture(
     head:
         ``"softmax"``: the model returns logits, and ``outputs`` are their softmax over the
         classes (outputs that are already probabilities - non-negative rows summing to 1 - are
-        kept as they are). ``"raw"``: ``outputs`` are the model outputs unchanged.
+        kept as they are; decided on the first batch, within a tolerance that follows the
+        output dtype). One logit per row (shape ``(N,)`` or ``(N, 1)``: a binary classifier)
+        gives ``[1 - sigmoid, sigmoid]``. ``"raw"``: ``outputs`` are the model outputs
+        unchanged.
     batch_size:
         Rows per forward pass (>= 1). Does not change the result.
     device:
@@ -1071,11 +1074,15 @@ class _Runner:
             )
         if self.head == "raw":
             return out.reshape(rows, -1)
+        if out.dim() == 1 or (out.dim() == 2 and out.shape[1] == 1):
+            # one logit per row: a binary classifier, probabilities [1 - sigmoid, sigmoid]
+            p = torch.sigmoid(out.reshape(rows, 1).to(torch.float64))
+            return torch.cat([1.0 - p, p], dim=1)
         if out.dim() != 2 or out.shape[1] < 2:
             raise LabelwiseError(
                 f"head='softmax' needs model outputs of shape (rows, classes) with at least 2 "
-                f"classes, got {tuple(out.shape)}; use head='raw' for other outputs (e.g. a "
-                "single sigmoid logit or a regression)"
+                f"classes (or one logit per row), got {tuple(out.shape)}; use head='raw' for "
+                "other outputs (e.g. a regression)"
             )
         return out
 

@@ -143,6 +143,8 @@ def cmd_select(args: argparse.Namespace) -> int:
             f"--predictions must be (models, inputs) or (models, inputs, classes), "
             f"got shape {arrays['predictions'].shape}"
         )
+    if "probs" in arrays and method.data != "probs":
+        check_probabilities(arrays["probs"], "--probs")  # values outside [0, 1]: not confidences
     rows = {a.shape[1] if k == "predictions" else a.shape[0] for k, a in arrays.items()}
     if len(rows) > 1:
         raise LabelwiseError(
