@@ -4,12 +4,14 @@ CSV tables with gaps and index columns, ids with spaces; Ctrl-C during a capture
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from labelwise.cli import main
+from labelwise.exceptions import LabelwiseError
 from labelwise.piles import ImageSpec, open_pile
 
 Image = pytest.importorskip("PIL.Image")
@@ -96,3 +98,42 @@ def test_ctrl_c_during_capture_is_one_line_and_exit_130(
     assert err.strip() == f"labelwise: interrupted; {out} left unchanged"
     assert sorted(p.name for p in out.iterdir()) == ["activations.npy"]
     assert (out / "activations.npy").read_text() == "earlier"
+
+
+# ------------------------------------------------------------------------------ 6. CSV
+
+
+def test_csv_numeric_columns_are_judged_on_the_whole_table(tmp_path: Path) -> None:
+    path = tmp_path / "pile.csv"
+    rows = ["a,b,name"] + [f"{i * 0.5},{'' if i == 0 else i},x{i}" for i in range(6)]
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.raises(LabelwiseError, match=r"row 0 \(line 2\) column 'b' is not a finite"):
+        open_pile(path)
+    assert open_pile(path, columns=["a"]).shape == (6, 1)
+
+
+def test_csv_index_like_columns_are_named_in_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "pd.csv"
+    rows = [",f0,f1"] + [f"{i},{i * 0.3},{1 - i * 0.1}" for i in range(5)]
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.warns(UserWarning, match=r"column\(s\) '' look like row ids.*--columns"):
+        pile = open_pile(path)
+    assert pile.shape == (5, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert open_pile(path, columns=["f0", "f1"]).shape == (5, 2)
+
+
+def test_capture_shape_error_names_the_table_columns(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    torch.save(torch.nn.Sequential(torch.nn.Linear(2, 3)).eval(), tmp_path / "m.pt")
+    path = tmp_path / "t.csv"
+    path.write_text("x,y,z\n" + "".join(f"{i * 0.5},{i * 0.25},{i * 2.5}\n" for i in range(4)))
+    from labelwise.cli import build_parser
+    from labelwise.cli import capture as cli_capture
+
+    argv = ["capture", "--model", str(tmp_path / "m.pt"), "--inputs", str(path)]
+    args = build_parser().parse_args([*argv, "--out", str(tmp_path / "o")])
+    with pytest.raises(LabelwiseError) as err:
+        cli_capture.cmd_capture(args)
+    assert "3 columns 'x', 'y', 'z'" in str(err.value) and "--columns" in str(err.value)

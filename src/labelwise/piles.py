@@ -34,6 +34,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -537,9 +538,47 @@ def _table_columns(
 
 def _is_number(text: str) -> bool:
     try:
-        return math.isfinite(float(text))
+        float(text)
     except ValueError:
         return False
+    return True
+
+
+_ID_NAMES = ("", "id", "index", "idx", "row", "key")
+
+
+def _warn_id_like(
+    path: Path, chosen: list[str], values: list[Sequence[Any]], id_column: str | None
+) -> None:
+    """Warn about default feature columns that look like ids: an unnamed (pandas index) or
+    id-named column, or integers counting the rows 0, 1, 2, ..."""
+    odd = []
+    for name, col in zip(chosen, values, strict=True):
+        lowered = name.lower()
+        named = (
+            lowered in _ID_NAMES
+            or lowered.startswith("unnamed:")
+            or lowered.endswith(("_id", " id", "-id"))
+        )
+        try:
+            counts = np.asarray(col, dtype=np.float64)
+            counting = (
+                len(counts) > 2 and counts[0] in (0, 1) and bool(np.all(np.diff(counts) == 1))
+            )
+        except (TypeError, ValueError):
+            counting = False
+        if named or counting:
+            odd.append(name)
+    if odd:
+        shown = ", ".join(repr(n) for n in odd)
+        hint = "" if id_column is not None else " or name it with --id-column"
+        warnings.warn(
+            f"{path}: column(s) {shown} look like row ids or a saved index (e.g. pandas "
+            f"to_csv() without index=False), yet are read as model inputs; leave them out with "
+            f"--columns{hint}",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _open_csv(path: Path, columns: Sequence[str] | None, id_column: str | None) -> Pile:
@@ -558,10 +597,15 @@ def _open_csv(path: Path, columns: Sequence[str] | None, id_column: str | None) 
     where = {name: j for j, name in enumerate(header)}
 
     def numeric(name: str) -> bool:
+        # judged on the whole table, not its first row: most non-empty cells are numbers (an
+        # empty cell or a stray 'n/a' is then reported by row and column)
         j = where[name]
-        return len(body[0]) > j and _is_number(body[0][j])
+        filled = [c for c in (rec[j].strip() if j < len(rec) else "" for rec in body) if c]
+        return bool(filled) and 2 * sum(_is_number(c) for c in filled) >= len(filled)
 
     chosen = _table_columns(path, header, numeric, columns, id_column)
+    if columns is None:
+        _warn_id_like(path, chosen, [[rec[where[c]] for rec in body] for c in chosen], id_column)
     idx = [where[c] for c in chosen]
     data = np.empty((len(body), len(chosen)), dtype=np.float32)
     for r, rec in enumerate(body):

@@ -181,6 +181,19 @@ CAPTURE_FILES = (
 )
 
 
+def _table_hint(inputs: Any, message: str) -> str:
+    """For a table pile whose rows the model refused: which columns made the rows."""
+    about = inputs.describe() if hasattr(inputs, "describe") else {}
+    columns = about.get("columns")
+    if about.get("kind") not in ("csv", "parquet") or not columns or "failed on" not in message:
+        return ""
+    return (
+        f"; the rows are the {len(columns)} columns {', '.join(map(repr, columns))} of "
+        f"{about.get('path')}: choose the model's inputs with --columns, and name an id column "
+        "with --id-column"
+    )
+
+
 def cmd_capture(args: argparse.Namespace) -> int:
     _model_route(args)  # argument errors before the inputs are read
     inputs = open_inputs(args)
@@ -194,7 +207,10 @@ def cmd_capture(args: argparse.Namespace) -> int:
     stage = Path(tempfile.mkdtemp(prefix=".capture-", dir=out))
     replacing = False
     try:
-        cap, about = _capture(args, inputs, stage)
+        try:
+            cap, about = _capture(args, inputs, stage)
+        except LabelwiseError as exc:
+            raise LabelwiseError(f"{exc}{_table_hint(inputs, str(exc))}") from exc
         n_out = int(cap.outputs.shape[1])
         if classes is not None and cap.head == "softmax" and len(classes) != n_out:
             raise LabelwiseError(
