@@ -137,3 +137,21 @@ def test_capture_shape_error_names_the_table_columns(tmp_path: Path) -> None:
     with pytest.raises(LabelwiseError) as err:
         cli_capture.cmd_capture(args)
     assert "3 columns 'x', 'y', 'z'" in str(err.value) and "--columns" in str(err.value)
+
+
+# ------------------------------------------------------------------------------ 10. ids
+
+
+def test_ids_with_spaces_round_trip_and_empty_ids_are_refused(tmp_path: Path) -> None:
+    root = tmp_path / "pile"
+    _png(root / " lead.png")
+    _png(root / "b.png", 50)
+    pile = open_pile(root, image=ImageSpec(channels=1))
+    assert list(pile.ids) == ["b.png", "lead.png"] or list(pile.ids) == ["lead.png", "b.png"]
+    _png(root / "lead.png")
+    with pytest.raises(LabelwiseError, match="surrounding spaces"):
+        open_pile(root, image=ImageSpec(channels=1))
+    table = tmp_path / "t.csv"
+    table.write_text("id,x\na,1.5\n,2.5\nc,0.5\n")
+    with pytest.raises(LabelwiseError, match=r"'id' is empty \(or null\) at row 1"):
+        open_pile(table, id_column="id")

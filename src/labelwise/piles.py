@@ -394,10 +394,17 @@ def _open_images(root: Path, spec: ImageSpec) -> Pile:
             f"--inputs: the folder {root} holds no images ({', '.join(IMAGE_SUFFIXES)}, "
             "searched recursively)"
         )
-    ids = [f.relative_to(root).as_posix() for f in files]
+    # ids without surrounding spaces, as the labels reader reads them back (" a.png" -> "a.png")
+    ids = [f.relative_to(root).as_posix().strip() for f in files]
     for i in ids:
         if "\n" in i or "\r" in i:
             raise LabelwiseError(f"--inputs: an image path holds a line break: {i!r}; rename it")
+    if len(set(ids)) != len(ids):
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        raise LabelwiseError(
+            f"--inputs: image names that differ only by surrounding spaces give the same id: "
+            f"{twice[:5]}; rename them"
+        )
     if spec.size is None:
         first: tuple[int, int] | None = None
         for f in files:
@@ -495,7 +502,12 @@ def _image_header(image_module: Any, f: Path) -> tuple[int, int]:
 def _check_ids(path: Path, ids: list[str], id_column: str) -> None:
     seen: dict[str, int] = {}
     dup: list[str] = []
-    for i in ids:
+    for row, i in enumerate(ids):
+        if not i:
+            raise LabelwiseError(
+                f"--inputs: {path} column {id_column!r} is empty (or null) at row {row}; every "
+                "row needs an id (fill it in, or leave --id-column out to number the rows)"
+            )
         if "\n" in i or "\r" in i:
             raise LabelwiseError(f"--inputs: {path} column {id_column!r} holds a line break: {i!r}")
         seen[i] = seen.get(i, 0) + 1
@@ -685,6 +697,6 @@ def _open_parquet(path: Path, columns: Sequence[str] | None, id_column: str | No
         data[:, k] = values
     ids: Sequence[str] = _RowNumbers(n)
     if id_column is not None:
-        ids = ["" if v is None else str(v) for v in table.column(id_column).to_pylist()]
+        ids = ["" if v is None else str(v).strip() for v in table.column(id_column).to_pylist()]
         _check_ids(path, list(ids), id_column)
     return _table_pile("parquet", path, data, ids, chosen, id_column)
