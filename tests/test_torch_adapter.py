@@ -334,10 +334,13 @@ def test_raw_head_and_existing_probabilities() -> None:
         assert close(soft.outputs, probs.eval()(t32(x)))  # softmax not applied twice
 
 
-def test_softmax_head_needs_classes() -> None:
-    reg = nn.Sequential(nn.Linear(10, 4), nn.Linear(4, 1))
+def test_softmax_head_needs_classes_or_one_logit() -> None:
+    # one output per row is a binary classifier's logit: [1 - sigmoid, sigmoid]
+    single = nn.Sequential(nn.Linear(10, 4), nn.Linear(4, 1))
+    assert capture(single, vectors(), progress=False).outputs.shape[1] == 2
+    grid = nn.Sequential(nn.Linear(10, 4), nn.Unflatten(1, (2, 2)))
     with pytest.raises(LabelwiseError, match="head='raw'"):
-        capture(reg, vectors(), progress=False)
+        capture(grid, vectors(), progress=False, layer="0")
 
 
 def test_nonfinite_inputs_raise() -> None:
