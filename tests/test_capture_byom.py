@@ -225,3 +225,50 @@ def test_select_refuses_probs_outside_zero_one(tmp_path) -> None:
                  str(tmp_path / "a.npy"), "--probs", str(tmp_path / "c.npy"), "--out",
                  str(tmp_path / "sel")])  # fmt: skip
     assert code == 2
+
+
+# --------------------------------------------------------------------------- 11. messages
+
+
+class Hidden(nn.Module):
+    def __init__(self, hidden: int = 16) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(8, hidden)
+        self.fc2 = nn.Linear(hidden, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def test_state_dict_messages_prefixes_and_trusted_checkpoints(tmp_path, monkeypatch) -> None:
+    import argparse
+
+    from labelwise.adapters.torch import load_model
+
+    state = Hidden().state_dict()
+    torch.save(state, tmp_path / "sd.pt")
+    with pytest.raises(
+        LabelwiseError, match=r"size mismatch for 'fc1.weight'.*\(16, 8\).*\(32, 8\)"
+    ):
+        load_model(tmp_path / "sd.pt", model_class=Hidden, model_kwargs={"hidden": 32})
+    # a Lightning checkpoint: the LightningModule keeps the net as self.model
+    lightning = {"state_dict": {f"model.{k}": v for k, v in state.items()}, "epoch": 3}
+    torch.save(lightning, tmp_path / "pl.ckpt")
+    assert isinstance(load_model(tmp_path / "pl.ckpt", model_class=Hidden), Hidden)
+    # a trusted checkpoint holding other objects
+    torch.save({"state_dict": state, "args": argparse.Namespace(lr=0.1)}, tmp_path / "ns.pt")
+    with pytest.raises(LabelwiseError) as err:
+        load_model(tmp_path / "ns.pt", model_class=Hidden)
+    text = str(err.value)
+    assert "\x1b" not in text and "\n" not in text and "LABELWISE_TRUST_CHECKPOINT=1" in text
+    assert "argparse.Namespace" in text
+    monkeypatch.setenv("LABELWISE_TRUST_CHECKPOINT", "1")
+    assert isinstance(load_model(tmp_path / "ns.pt", model_class=Hidden), Hidden)
+
+
+def test_onnx_file_given_to_the_torch_loader_says_so(tmp_path) -> None:
+    from labelwise.adapters.torch import load_model
+
+    (tmp_path / "m.onnx").write_bytes(b"\x08\x07")
+    with pytest.raises(LabelwiseError, match=r"ONNX model.*PyTorch models only"):
+        load_model(tmp_path / "m.onnx")

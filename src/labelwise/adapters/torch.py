@@ -24,6 +24,7 @@ import importlib
 import itertools
 import json
 import os
+import re
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -76,7 +77,10 @@ def load_model(
     """Load a model saved as TorchScript, a pickled module, a ``.pt2`` or a ``state_dict``.
 
     * ``model_class`` given: ``path`` holds a ``state_dict``, or a checkpoint dict with one
-      under ``"state_dict"`` / ``"model_state_dict"`` (read with ``weights_only=True``);
+      under ``"state_dict"`` / ``"model_state_dict"`` (read with ``weights_only=True``; a
+      trusted checkpoint holding other objects is read with ``weights_only=False`` when the
+      environment variable ``LABELWISE_TRUST_CHECKPOINT=1`` is set; a ``module.`` / ``model.``
+      prefix of DataParallel or Lightning is removed);
       the model is ``model_class(**model_kwargs)`` with those weights (strict).
       ``model_class`` is a class or ``"package.module:Class"``, imported with the current
       directory on ``sys.path``.
@@ -123,6 +127,13 @@ def _load(
     import torch
 
     where = model_file(path, "a file")
+    if where.lower().endswith(".onnx"):
+        raise LabelwiseError(
+            f"{where!r} is an ONNX model, but this takes PyTorch models only (TorchScript, a "
+            "pickled nn.Module, a .pt2 or a state_dict); ONNX models are read by "
+            "'labelwise capture' (labelwise.adapters.onnx), whose activations and "
+            "probabilities the other commands take"
+        )
     if model_kwargs is not None and model_class is None:
         raise LabelwiseError("model_kwargs needs model_class (the class they are passed to)")
     if model_class is not None:
@@ -272,20 +283,18 @@ def _from_state_dict(
         ) from exc
     if not isinstance(model, torch.nn.Module):
         raise LabelwiseError(f"{cls.__name__}(...) is a {type(model).__name__}, not an nn.Module")
+    trusted = os.environ.get(TRUST_ENV, "") == "1"
     try:
-        obj = torch.load(where, map_location="cpu", weights_only=True)
+        obj = torch.load(where, map_location="cpu", weights_only=not trusted)
     except Exception as exc:
-        raise LabelwiseError(
-            f"could not read a state_dict from {where!r} (torch.load with weights_only=True: "
-            f"{_short(exc)}); save one with torch.save(model.state_dict(), FILE)"
-        ) from exc
+        raise LabelwiseError(_unreadable_state_message(where, exc)) from exc
     state = _state_of(obj, where)
-    if state and all(k.startswith("module.") for k in state):  # saved from DataParallel
-        state = {k.removeprefix("module."): v for k, v in state.items()}
+    own = model.state_dict()
+    state = _without_prefix(state, set(own))
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as exc:
-        expected = set(model.state_dict())
+        expected = set(own)
         missing = sorted(expected - set(state))
         unexpected = sorted(set(state) - expected)
         parts = []
@@ -293,12 +302,60 @@ def _from_state_dict(
             parts.append(f"missing {_few(missing)}")
         if unexpected:
             parts.append(f"unexpected {_few(unexpected)}")
+        for key in own:
+            got = getattr(state.get(key), "shape", None)
+            if got is not None and tuple(got) != tuple(own[key].shape):
+                parts.append(
+                    f"size mismatch for {key!r}: the file has {tuple(got)}, the model "
+                    f"{tuple(own[key].shape)}"
+                )
+                break
         detail = "; ".join(parts) if parts else _short(exc)
         raise LabelwiseError(
             f"the weights in {where!r} do not fit {cls.__name__}(**{dict(model_kwargs)!r}): "
             f"{detail}; check model_class and model_kwargs (e.g. layer sizes)"
         ) from exc
     return model
+
+
+#: set to 1 to read a trusted checkpoint that holds more than tensors (weights_only=False)
+TRUST_ENV = "LABELWISE_TRUST_CHECKPOINT"
+_PREFIXES = ("module.", "model.", "net.", "_orig_mod.")  # DataParallel, Lightning, compile
+
+
+def _without_prefix(state: dict[str, Any], expected: set[str]) -> dict[str, Any]:
+    """``state`` with a wrapper's key prefix removed (``module.`` of DataParallel, ``model.``
+    of a Lightning module, ...) when every key has it and the model's keys do not."""
+    for prefix in _PREFIXES:
+        if state and all(k.startswith(prefix) for k in state) and set(state) != expected:
+            stripped = {k.removeprefix(prefix): v for k, v in state.items()}
+            if prefix == "module." or set(stripped) & expected:
+                return _without_prefix(stripped, expected)
+    return state
+
+
+def _unreadable_state_message(where: str, exc: BaseException) -> str:
+    """One line on why ``torch.load(weights_only=True)`` failed, without torch's ANSI codes."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    detail = next((line for line in lines if "Unsupported global" in line), None)
+    if detail is not None:
+        detail = detail.split(". Please")[0]
+    if detail is None:
+        detail = lines[0] if lines else type(exc).__name__
+    if len(detail) > 200:
+        detail = detail[:197] + "..."
+    if "weights only" not in text.lower() and "weights_only" not in text:
+        return (
+            f"could not read a state_dict from {where!r} (torch.load: {detail}); save one with "
+            "torch.save(model.state_dict(), FILE)"
+        )
+    return (
+        f"could not read a state_dict from {where!r}: it holds more than tensors, which "
+        f"torch.load(weights_only=True) refuses ({detail}). Re-save just the weights with "
+        f"torch.save(model.state_dict(), FILE), or, only if you trust the file (unpickling runs "
+        f"its code), set {TRUST_ENV}=1 to load it with weights_only=False"
+    )
 
 
 def _state_of(obj: Any, where: str) -> dict[str, Any]:
