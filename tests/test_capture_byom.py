@@ -272,3 +272,21 @@ def test_onnx_file_given_to_the_torch_loader_says_so(tmp_path) -> None:
     (tmp_path / "m.onnx").write_bytes(b"\x08\x07")
     with pytest.raises(LabelwiseError, match=r"ONNX model.*PyTorch models only"):
         load_model(tmp_path / "m.onnx")
+
+
+def test_dask_blocks_that_disagree_on_probabilities_are_an_error(tmp_path) -> None:
+    pytest.importorskip("dask.array")
+    zarr = pytest.importorskip("zarr")
+    from labelwise.adapters.dask_capture import capture_to_zarr
+
+    x = np.full((40, 2), 0.5, dtype=np.float32)
+    x[20:] = [3.0, -1.0]  # rows 20.. are logits, rows 0..19 probabilities
+    model = nn.Sequential(nn.Linear(2, 2))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.eye(2))
+        model[0].bias.zero_()
+    path = str(tmp_path / "x.zarr")
+    z = zarr.open_array(path, mode="w", shape=x.shape, chunks=(20, 2), dtype=x.dtype)
+    z[:] = x
+    with pytest.raises(LabelwiseError, match=r"row 0 were already probabilities.*rows 20-39"):
+        capture_to_zarr(model, path, tmp_path / "cap", rows_per_task=20)

@@ -240,9 +240,9 @@ def capture_to_zarr(
             raise LabelwiseError(f"blocks captured different layers: {sorted(layers)}")
         odd = [(a, b) for a, b, _, given in done if given != probe.probabilities_given]
         if odd:
-            first = "already probabilities" if probe.probabilities_given else "logits"
+            kind = "already probabilities" if probe.probabilities_given else "logits"
             raise LabelwiseError(
-                f"the model's outputs for row 0 were {first}, but not for rows "
+                f"the model's outputs for row 0 were {kind}, but not for rows "
                 f"{odd[0][0]}-{odd[0][1] - 1} ({len(odd)} blocks disagree): head='softmax' must "
                 "treat the whole pile one way; pass head='raw' to keep the outputs as they are"
             )
