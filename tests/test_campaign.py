@@ -393,3 +393,11 @@ def test_many_predicted_classes_start_with_a_coarser_design() -> None:
         srs_mse = (1 - n / x.shape[0]) * correct.var(ddof=1) / n
         assert np.mean(np.square(e)) / srs_mse < 1.3, n
     assert covered / 80 >= 0.88
+
+
+def test_n_labelled_is_n_recorded() -> None:
+    x, p, correct = _many_class_pile(3, 300, 1)
+    camp = lw.Campaign(activations=x, probabilities=p, rng=0)
+    rows = camp.propose(20)
+    camp.record(rows[:7], correct[rows[:7]])
+    assert camp.n_labelled == camp.n_recorded == 7 and camp.n_proposed == 20

@@ -233,6 +233,11 @@ class Campaign:
         return int(np.count_nonzero(~np.isnan(self._scores)))
 
     @property
+    def n_labelled(self) -> int:
+        """The same as :attr:`n_recorded` (the name :class:`labelwise.RankingCampaign` uses)."""
+        return self.n_recorded
+
+    @property
     def proposed(self) -> NDArray[np.int64]:
         """Every row proposed so far, in proposal order (a read-only view)."""
         v = self._proposed.view()
