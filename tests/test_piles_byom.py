@@ -117,8 +117,11 @@ def test_csv_index_like_columns_are_named_in_a_warning(tmp_path: Path) -> None:
     rows = [",f0,f1"] + [f"{i},{i * 0.3},{1 - i * 0.1}" for i in range(5)]
     path.write_text("\n".join(rows) + "\n")
     with pytest.warns(UserWarning, match=r"column\(s\) '' look like row ids.*--columns"):
-        pile = open_pile(path)
+        pile = open_pile(path, warn_id_like=True)
     assert pile.shape == (5, 3)
+    with warnings.catch_warnings():  # opened to show its rows (the label page): no warning
+        warnings.simplefilter("error")
+        assert open_pile(path).shape == (5, 3)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert open_pile(path, columns=["f0", "f1"]).shape == (5, 2)

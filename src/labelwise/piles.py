@@ -219,6 +219,7 @@ def open_pile(
     columns: Sequence[str] | None = None,
     id_column: str | None = None,
     image: ImageSpec | None = None,
+    warn_id_like: bool = False,
 ) -> Pile:
     """Open the pile at ``path``; its kind is read from the path (see the module docstring).
 
@@ -237,6 +238,10 @@ def open_pile(
     image:
         Folders only: the declared preprocessing (default ``ImageSpec()``: RGB, scaled by
         1/255, channels first, every image the same size).
+    warn_id_like:
+        CSV tables read with the default columns: warn about columns that look like row ids
+        or a saved index (they would be fed to a model as inputs). Set by ``capture``; a pile
+        opened to show its rows (the label page) does not warn.
 
     Raises
     ------
@@ -281,7 +286,7 @@ def open_pile(
     if kind == "images":
         return _open_images(p, image or ImageSpec())
     if kind == "csv":
-        return _open_csv(p, columns, id_column)
+        return _open_csv(p, columns, id_column, warn_id_like)
     return _open_parquet(p, columns, id_column)
 
 
@@ -593,7 +598,9 @@ def _warn_id_like(
         )
 
 
-def _open_csv(path: Path, columns: Sequence[str] | None, id_column: str | None) -> Pile:
+def _open_csv(
+    path: Path, columns: Sequence[str] | None, id_column: str | None, warn_id_like: bool = False
+) -> Pile:
     try:
         with open(path, encoding="utf-8-sig", newline="") as fh:
             reader = csv.reader(fh)
@@ -616,7 +623,7 @@ def _open_csv(path: Path, columns: Sequence[str] | None, id_column: str | None) 
         return bool(filled) and 2 * sum(_is_number(c) for c in filled) >= len(filled)
 
     chosen = _table_columns(path, header, numeric, columns, id_column)
-    if columns is None:
+    if columns is None and warn_id_like:
         _warn_id_like(path, chosen, [[rec[where[c]] for rec in body] for c in chosen], id_column)
     idx = [where[c] for c in chosen]
     data = np.empty((len(body), len(chosen)), dtype=np.float32)

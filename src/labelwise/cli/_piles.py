@@ -98,7 +98,12 @@ def open_inputs(args: argparse.Namespace) -> Pile:
     if args.columns is not None:
         columns = [c.strip() for c in args.columns.split(",") if c.strip()]
     return open_pile(
-        args.inputs, key=args.key, columns=columns, id_column=args.id_column, image=image
+        args.inputs,
+        key=args.key,
+        columns=columns,
+        id_column=args.id_column,
+        image=image,
+        warn_id_like=True,
     )
 
 
