@@ -35,6 +35,7 @@ from ..io import atomic_write, write_json
 from ._anytime import BettingCS
 from ._design import allocate, build_strata, prior_error
 from ._estimators import (
+    _wilson,
     active_estimate,
     bootstrap_t_interval,
     fit_surrogate,
@@ -69,6 +70,8 @@ _NU0 = 12.0
 _DEFENSIVE = 0.5
 # labels every stratum gets before Neyman's allocation (allocate's floor)
 _FLOOR = 2
+# active: errors seen among the draws up to which the lower limit allows for unseen ones
+_ACTIVE_FEW_ERRORS = 2
 
 
 class Campaign:
@@ -848,6 +851,22 @@ class Campaign:
         lo, hi = min(lo, value), max(hi, value)
         rows = np.asarray(self._draws["row"][: z.size])
         y = self._scores[rows]
+        if self.task == "classification":
+            # errors not seen yet: with none or few errors among the draws the AIPW terms are
+            # almost constant and the bootstrap-t has almost no width (accuracy 0.994, 12
+            # errors in 2,000 rows, no error in 60 draws: interval (0.9967, 1.0); coverage
+            # 0.33-0.78 over 35..180 draws). Then the lower limit is at most Wilson's for the
+            # weighted share of errors at the draws' Kish effective size (Kish 1965,
+            # Sec. 11.7), as SRS's and grouped_wilson's intervals allow for unseen errors
+            seen = int(np.count_nonzero(self._scores[np.unique(rows)] == 0))
+            if seen <= _ACTIVE_FEW_ERRORS:
+                wd = 1 / np.asarray(self._draws["nq"][: z.size])
+                p_w = float(np.sum(wd * y) / wd.sum())
+                n_kish = float(wd.sum() ** 2 / np.sum(wd**2))
+                w_lo = _wilson(p_w, n_kish, zc)[0]
+                if w_lo < lo:
+                    lo = w_lo
+                    interval += " (Wilson lower limit: few errors seen)"
         # the pile's variance from the draws, weighted 1 / (N q) (the active draws over-sample
         # uncertain rows, so their plain variance overstates it: "40 labels worth 262"), and
         # the worth from the reported interval, as for the stratified designs
