@@ -312,7 +312,39 @@ def grouped_wilson(
     lo2, hi2 = _wilson_many(e2, n2, np.sqrt(rest[ok]))
     theta_lo = float(np.min(w1 * t1[ok] + w2 * lo2))
     theta_hi = float(np.max(w1 * t1[ok] + w2 * hi2))
+    # a group with one or two errors (or successes): Wilson's limit on that side is replaced
+    # by the Poisson one, the other group at its estimate (see _poisson_edges)
+    alpha = 1 - confidence
+    for (wa, ea, na), (wb, eb, _nb) in (((w1, e1, n1), (w2, e2, n2)), ((w2, e2, n2), (w1, e1, n1))):
+        lo_a, hi_a = _poisson_edges(ea, na, alpha)
+        theta_lo = min(theta_lo, wa * lo_a + wb * eb)
+        theta_hi = max(theta_hi, wa * hi_a + wb * eb)
     return max(0.0, theta_lo), min(1.0, theta_hi)
+
+
+# observed rare outcomes for which Wilson's limit is replaced (Brown, Cai & DasGupta 2001:
+# x* = 2 for n <= 50, 3 for 51 <= n <= 100; 2 here, where our groups hold 5-100 labels)
+_POISSON_EDGE_MAX = 2
+
+
+def _poisson_edges(p: float, n_eff: float, alpha: float) -> tuple[float, float]:
+    """Wilson's interval with its limits near 0 and 1 fixed as Brown, Cai & DasGupta (2001,
+    "Interval estimation for a binomial proportion", Statist. Sci. 16(2), Sec. 4.1.1, the
+    modified Wilson interval) fix them: with x in {1, 2} rare outcomes in n, the limit on the
+    rare side is the Poisson one, lambda_x / n with lambda_x = chi2_{2x}(alpha / 2) / 2
+    (Wilson's is too close to x / n there: accuracy 0.994 with 12 errors in 2,000 rows, one
+    error among 13 confident labels put the upper limit at 0.989; 9-10 % of the intervals at
+    35 labels lay below the truth). Returns (p, p) when neither side applies."""
+    lo, hi = p, p
+    for rare, sign in ((1 - p, 1.0), (p, -1.0)):
+        x = rare * n_eff
+        if 0.5 <= x < _POISSON_EDGE_MAX + 0.5 and n_eff > 0:
+            edge = float(stats.chi2.ppf(alpha / 2, 2 * round(x))) / 2 / n_eff
+            if sign > 0:  # rare errors: the accuracy may be as high as 1 - edge
+                hi = max(hi, 1 - edge)
+            else:  # rare successes: as low as edge
+                lo = min(lo, edge)
+    return lo, hi
 
 
 def _wilson_many(
