@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 
 # Debian's Chromium, headless and offline (no browser is downloaded)
@@ -33,3 +38,24 @@ def classifier_pile(
     p = np.exp(logits - logits.max(axis=1, keepdims=True))
     p /= p.sum(axis=1, keepdims=True)
     return y, x, p
+
+
+def captured_pile(
+    tmp_path: Path,
+    seed: int,
+    n: int,
+    names: list[str],
+    width: int,
+    ids: Sequence[str] | Callable[[np.ndarray], Sequence[str]],
+) -> dict[str, Any]:
+    """``tmp_path/cap`` as ``labelwise capture`` leaves it for an image folder: activations,
+    probabilities (float32), capture.json, ids.txt and classes.json; with the truth ``y``."""
+    y, x, p = classifier_pile(np.random.default_rng(seed), n, len(names), width)
+    cap = tmp_path / "cap"
+    cap.mkdir()
+    np.save(cap / "activations.npy", x.astype(np.float32))
+    np.save(cap / "probabilities.npy", p.astype(np.float32))
+    (cap / "capture.json").write_text(json.dumps({"pile": {"kind": "images", "root": "imgs"}}))
+    (cap / "ids.txt").write_text("\n".join(ids(y) if callable(ids) else ids) + "\n")
+    (cap / "classes.json").write_text(json.dumps(names))
+    return {"dir": tmp_path, "cap": cap, "y": y, "probs": p.astype(np.float32)}

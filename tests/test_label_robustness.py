@@ -19,7 +19,7 @@ from labelwise.cli._labelling import LabelSession
 from labelwise.exceptions import LabelwiseError
 from labelwise.io import read_labels_csv, write_labels_csv
 from labelwise.labelstudio import read_label_studio_export
-from synthetic import classifier_pile
+from synthetic import captured_pile
 
 N, C = 90, 3
 NUMERIC = ["1", "2", "3"]
@@ -28,16 +28,7 @@ NUMERIC = ["1", "2", "3"]
 @pytest.fixture()
 def pile(tmp_path: Path) -> dict[str, Any]:
     """A captured pile (ids, class names "1", "2", "3"), small."""
-    rng = np.random.default_rng(3)
-    y, x, p = classifier_pile(rng, N, C, 5)
-    cap = tmp_path / "cap"
-    cap.mkdir()
-    np.save(cap / "activations.npy", x.astype(np.float32))
-    np.save(cap / "probabilities.npy", p.astype(np.float32))
-    (cap / "capture.json").write_text(json.dumps({"pile": {"kind": "images", "root": "imgs"}}))
-    (cap / "ids.txt").write_text("\n".join(f"img {i}.png" for i in range(N)) + "\n")
-    (cap / "classes.json").write_text(json.dumps(NUMERIC))
-    return {"dir": tmp_path, "cap": cap, "y": y, "probs": p.astype(np.float32)}
+    return captured_pile(tmp_path, 3, N, NUMERIC, 5, [f"img {i}.png" for i in range(N)])
 
 
 def _run(argv: list[Any], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -16,7 +16,7 @@ import pytest
 
 from labelwise.cli import main
 from labelwise.labelstudio import read_label_studio_export
-from synthetic import classifier_pile
+from synthetic import captured_pile
 
 N, C = 400, 3
 NAMES = ["cat", "dog", "bird"]
@@ -25,16 +25,9 @@ NAMES = ["cat", "dog", "bird"]
 @pytest.fixture()
 def pile(tmp_path: Path) -> dict[str, Any]:
     """A captured pile of image files: activations, probabilities, ids, class names, truth."""
-    rng = np.random.default_rng(0)
-    y, x, p = classifier_pile(rng, N, C, 6)
-    cap = tmp_path / "cap"
-    cap.mkdir()
-    np.save(cap / "activations.npy", x.astype(np.float32))
-    np.save(cap / "probabilities.npy", p.astype(np.float32))
-    (cap / "capture.json").write_text(json.dumps({"pile": {"kind": "images", "root": "imgs"}}))
-    (cap / "ids.txt").write_text("\n".join(f"{NAMES[y[i]]}/img {i}.png" for i in range(N)))
-    (cap / "classes.json").write_text(json.dumps(NAMES))
-    return {"dir": tmp_path, "cap": cap, "y": y, "probs": p.astype(np.float32)}
+    return captured_pile(
+        tmp_path, 0, N, NAMES, 6, lambda y: [f"{NAMES[y[i]]}/img {i}.png" for i in range(N)]
+    )
 
 
 def _run(argv: list[Any], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
