@@ -6,6 +6,7 @@ See :class:`Campaign`.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import os
@@ -70,6 +71,8 @@ _NU0 = 12.0
 _DEFENSIVE = 0.5
 # labels every stratum gets before Neyman's allocation (allocate's floor)
 _FLOOR = 2
+# anytime: the asymptotic sequence is at least the fixed-n interval at level 1 - alpha / this
+_CS_GUARD = 20.0
 # active: errors seen among the draws up to which the lower limit allows for unseen ones
 _ACTIVE_FEW_ERRORS = 2
 
@@ -601,7 +604,16 @@ class Campaign:
                 raise LabelwiseError("anytime must be False for method 'active' (not available)")
             if self.method == "srs" or self.task == "regression":
                 return self._anytime(rec, conf, metric, notes)
-            return _asymptotic_cs(self._stratified_estimate(rec, conf, metric, notes), rec.size)
+            cs = _asymptotic_cs(self._stratified_estimate(rec, conf, metric, notes), rec.size)
+            # the sequence is asymptotic: with few labels per stratum it is never narrower than
+            # the fixed-n interval at level 1 - alpha / 20. Monitored every 5 labels from 10 to
+            # 200 (200 campaigns), a pile with a confidently wrong predicted class was missed at
+            # some look by 9.0 % of the campaigns (5 % allowed), now 4.5 %, at 3-7 % more width;
+            # a pile without a wrong class 5.0 % -> 1.0 % at 6-13 % more width
+            strict = self._stratified_estimate(rec, 1 - (1 - conf) / _CS_GUARD, metric, [])
+            return dataclasses.replace(
+                cs, ci_low=min(cs.ci_low, strict.ci_low), ci_high=max(cs.ci_high, strict.ci_high)
+            )
         if self.method == "srs":
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
