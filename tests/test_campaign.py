@@ -465,3 +465,24 @@ def test_one_or_two_errors_in_a_group_get_the_poisson_limit() -> None:
         est = camp.estimate()
         covered += est.ci_low <= truth <= est.ci_high
     assert covered >= 94, covered  # 89 of 100 with Wilson alone
+
+
+def test_regression_strata_are_not_allocated_against_their_spread() -> None:
+    """Squared errors that grow with the activations' outlyingness (the regression strata's
+    own signal): Neyman allocation from the *other* strata's labels gave the widest stratum
+    the smallest share, E 1.9-2.1 against SRS. Regression strata are now allocated
+    proportionally: E about 1 (here 40 repetitions, 100 labels: E < 1.4)."""
+    g = np.random.default_rng(0)
+    n, d = 2000, 16
+    x = g.normal(size=(n, d))
+    r = 0.1 * (np.linalg.norm(x, axis=1) ** 2 / d) ** 3 * g.normal(size=n)
+    scores = 1 - r**2
+    err = []
+    for rep in range(40):
+        camp = lw.Campaign(activations=x, probabilities=None, method="stratified", rng=rep)
+        for k in (35, 25, 40):
+            rows = camp.propose(k)
+            camp.record(rows, scores[rows])
+        err.append(camp.estimate().value - scores.mean())
+    srs_mse = (1 - 100 / n) * scores.var(ddof=1) / 100
+    assert np.mean(np.square(err)) / srs_mse < 1.4
