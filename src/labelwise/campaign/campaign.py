@@ -36,6 +36,7 @@ from ..io import atomic_write, write_json
 from ._anytime import BettingCS
 from ._design import allocate, build_strata, prior_error
 from ._estimators import (
+    DesignEstimate,
     _wilson,
     active_estimate,
     bootstrap_t_interval,
@@ -345,19 +346,15 @@ class Campaign:
         return levels[-1] if levels else None
 
     def _estimate_level(self) -> NDArray[np.int64] | None:
-        """The finest stratification whose every stratum was proposed its floor of rows (None:
-        the design's strata). Rows drawn while the design was coarser are, within each of its
-        strata, a uniform sample (multivariate hypergeometric counts, then each stratum's
-        random order), so every finer stratum's sample is uniform given its size, and the
-        finest level with its floors met estimates without bias."""
-        have = np.bincount(self._strata[self._proposed], minlength=self._sizes.size)
-        if self._floor_need(np.arange(self._sizes.size), have) == 0:
-            return None
-        levels = self._levels()
-        for rep in levels[:-1]:
-            if self._floor_need(rep, have) == 0:
-                return rep
-        return levels[-1] if levels else None
+        """The finest stratification whose every stratum was proposed its floor of rows: the
+        level a batch of 0 could serve (:meth:`_proposal_level`). Rows drawn while the design
+        was coarser are, within each of its strata, a uniform sample (multivariate
+        hypergeometric counts, then each stratum's random order), so every finer stratum's
+        sample is uniform given its size, and the finest level with its floors met estimates
+        without bias."""
+        return self._proposal_level(
+            0, np.bincount(self._strata[self._proposed], minlength=self._sizes.size)
+        )
 
     def _coarse_take(
         self,
@@ -609,16 +606,24 @@ class Campaign:
                 raise LabelwiseError("anytime must be False for method 'active' (not available)")
             if self.method == "srs" or self.task == "regression":
                 return self._anytime(rec, conf, metric, notes)
-            cs = _asymptotic_cs(self._stratified_estimate(rec, conf, metric, notes), rec.size)
+            design = self._stratified_design(rec, notes)
+            cs = _asymptotic_cs(
+                self._stratified_estimate(rec, conf, metric, notes, design), rec.size
+            )
             # the sequence is asymptotic: with few labels per stratum it is never narrower than
             # the fixed-n interval at level 1 - alpha / 20. Monitored every 5 labels from 10 to
             # 200 (200 campaigns), a pile with a confidently wrong predicted class was missed at
             # some look by 9.0 % of the campaigns (5 % allowed), now 4.5 %, at 3-7 % more width;
             # a pile without a wrong class 5.0 % -> 1.0 % at 6-13 % more width
-            strict = self._stratified_estimate(rec, 1 - (1 - conf) / _CS_GUARD, metric, [])
-            return dataclasses.replace(
-                cs, ci_low=min(cs.ci_low, strict.ci_low), ci_high=max(cs.ci_high, strict.ci_high)
+            _y, st, sizes, d, _f = design
+            lo, hi = grouped_wilson(
+                d,
+                sizes,
+                np.bincount(st, minlength=sizes.size),
+                self._groups,
+                1 - (1 - conf) / _CS_GUARD,
             )
+            return dataclasses.replace(cs, ci_low=min(cs.ci_low, lo), ci_high=max(cs.ci_high, hi))
         if self.method == "srs":
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -683,14 +688,21 @@ class Campaign:
         fmap = target if rep is None else target[rep]
         return target[st], merged, fmap
 
-    def _stratified_estimate(
-        self, rec: NDArray[np.int64], conf: float, metric: str, notes: list[str]
-    ) -> Estimate:
+    def _stratified_design(
+        self, rec: NDArray[np.int64], notes: list[str]
+    ) -> tuple[
+        NDArray[np.float64],
+        NDArray[np.int64],
+        NDArray[np.int64],
+        DesignEstimate,
+        NDArray[np.float64] | None,
+    ]:
+        """The recorded scores, their strata and the strata sizes, the design estimate and
+        the surrogate on the recorded rows (None: plain stratified)."""
         y = self._scores[rec]
         st, sizes, fmap = self._merged_strata(rec, notes)
         h = sizes.size
         binary = self.task == "classification"
-        groups = self._groups
         f_lab = f_pop = None
         lam_note = ""
         if self.method == "model-assisted" and self._features is not None:
@@ -713,7 +725,7 @@ class Campaign:
             sizes,
             f_lab=f_lab,
             f_pop_mean=f_pop,
-            groups=groups,
+            groups=self._groups,
             binary=binary,
             nu0=_NU0,
         )
@@ -721,9 +733,24 @@ class Campaign:
             notes.append(lam_note)
         elif self.method == "model-assisted":
             notes.append(f"surrogate power-tuning lambda = {d.lam:.3f}")
+        return y, st, sizes, d, f_lab
+
+    def _stratified_estimate(
+        self,
+        rec: NDArray[np.int64],
+        conf: float,
+        metric: str,
+        notes: list[str],
+        design: tuple[Any, ...] | None = None,
+    ) -> Estimate:
+        """The design estimate (``design``: :meth:`_stratified_design`'s, else computed) with
+        its interval at level ``conf``."""
+        y, st, sizes, d, f_lab = design or self._stratified_design(rec, notes)
+        h = sizes.size
+        binary = self.task == "classification"
         if binary:
             n_h = np.bincount(st, minlength=h)
-            lo, hi = grouped_wilson(d, sizes, n_h, groups, conf)
+            lo, hi = grouped_wilson(d, sizes, n_h, self._groups, conf)
             interval = "grouped score (wilson)"
         else:
             lo, hi = self._clip(*t_interval(d.value, d.std_error, d.df, conf))
