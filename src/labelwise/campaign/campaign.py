@@ -895,6 +895,9 @@ class Campaign:
         lo, hi = min(lo, value), max(hi, value)
         rows = np.asarray(self._draws["row"][: z.size])
         y = self._scores[rows]
+        # the draws' weights 1 / (N q) and the weighted mean of their scores
+        wt = 1 / np.asarray(self._draws["nq"][: z.size])
+        mean_w = float(np.sum(wt * y) / wt.sum())
         if self.task == "classification":
             # errors not seen yet: with none or few errors among the draws the AIPW terms are
             # almost constant and the bootstrap-t has almost no width (accuracy 0.994, 12
@@ -904,18 +907,14 @@ class Campaign:
             # Sec. 11.7), as SRS's and grouped_wilson's intervals allow for unseen errors
             seen = int(np.count_nonzero(self._scores[np.unique(rows)] == 0))
             if seen <= _ACTIVE_FEW_ERRORS:
-                wd = 1 / np.asarray(self._draws["nq"][: z.size])
-                p_w = float(np.sum(wd * y) / wd.sum())
-                n_kish = float(wd.sum() ** 2 / np.sum(wd**2))
-                w_lo = _wilson(p_w, n_kish, zc)[0]
+                n_kish = float(wt.sum() ** 2 / np.sum(wt**2))
+                w_lo = _wilson(mean_w, n_kish, zc)[0]
                 if w_lo < lo:
                     lo = w_lo
                     interval += " (Wilson lower limit: few errors seen)"
         # the pile's variance from the draws, weighted 1 / (N q) (the active draws over-sample
         # uncertain rows, so their plain variance overstates it: "40 labels worth 262"), and
         # the worth from the reported interval, as for the stratified designs
-        wt = 1 / np.asarray(self._draws["nq"][: z.size])
-        mean_w = float(np.sum(wt * y) / wt.sum())
         s2 = float(np.sum(wt * (y - mean_w) ** 2) / wt.sum()) * z.size / max(z.size - 1, 1)
         half = (hi - lo) / 2
         ess = s2 * zc * zc / half**2 if half > 0 and z.size > 1 else math.inf
