@@ -223,13 +223,14 @@ def known_shape(x: Any, name: str = "the dask array") -> tuple[int, ...]:
     return tuple(int(s) for s in shape)
 
 
-def open_array(source: Any) -> Any:
+def open_array(source: Any, name: str = "the dask array") -> Any:
     """A row-readable array from ``source``.
 
     A path is opened by what it is: a ``.npy`` file memory-mapped, a ``.zarr`` store (or any
     directory zarr recognises) as a zarr array, another directory as a :class:`ChunkedArray`
     of its ``.npy`` files. Arrays (NumPy, memmap, zarr, dask, :class:`ChunkedArray`) are
-    returned as they are; anything else goes through ``np.asarray``.
+    returned as they are (a dask array of unknown length is an error naming ``name``);
+    anything else goes through ``np.asarray``.
     """
     if isinstance(source, str | os.PathLike):
         p = Path(source)
@@ -245,7 +246,7 @@ def open_array(source: Any) -> Any:
             return ChunkedArray.open(p)
         raise LabelwiseError(f"{p} does not exist")
     if is_dask(source):
-        known_shape(source)
+        known_shape(source, name)
         return source
     if isinstance(source, np.ndarray | ChunkedArray) or _is_zarr(source):
         return source
@@ -500,10 +501,8 @@ def check_rows(x: Any, name: str, *, ndim: int | Sequence[int], min_rows: int = 
     finiteness is checked block by block in the passes (:func:`map_rows`).
     """
     check_not_container(x, name)
-    if is_dask(x):
-        known_shape(x, name)
     try:
-        arr = open_array(x)
+        arr = open_array(x, name)
     except (TypeError, ValueError) as exc:
         if isinstance(exc, LabelwiseError):
             raise
