@@ -59,3 +59,31 @@ def captured_pile(
     (cap / "ids.txt").write_text("\n".join(ids(y) if callable(ids) else ids) + "\n")
     (cap / "classes.json").write_text(json.dumps(names))
     return {"dir": tmp_path, "cap": cap, "y": y, "probs": p.astype(np.float32)}
+
+
+def run_cli(argv: Sequence[Any], capsys: Any) -> tuple[int, str, str]:
+    """``labelwise ARGV`` in process: its exit code, stdout and stderr (output captured
+    before the call is dropped)."""
+    from labelwise.cli import main
+
+    capsys.readouterr()
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def srs_selection(
+    pile: dict[str, Any], capsys: Any, *, name: str = "sel", budget: int = 8, seed: int = 1
+) -> Path:
+    """``labelwise select --method srs`` on :func:`captured_pile`'s arrays into
+    ``pile["dir"] / name``."""
+    d = pile["dir"] / name
+    cap = pile["cap"]
+    code, _, err = run_cli(
+        ["select", "--method", "srs", "--budget", budget, "--activations",
+         cap / "activations.npy", "--probs", cap / "probabilities.npy", "--seed", seed,
+         "--out", d],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    return d

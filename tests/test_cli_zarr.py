@@ -13,9 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from labelwise.cli import main
 from labelwise.io import file_digest, is_zarr_store
-from synthetic import classifier_pile
+from synthetic import classifier_pile, run_cli
 
 zarr = pytest.importorskip("zarr")
 
@@ -49,12 +48,6 @@ def pile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         out[f"{name}.npy"] = tmp_path / f"{name}.npy"
         out[f"{name}.zarr"] = _zarr(tmp_path / f"{name}.zarr", arr)
     return out
-
-
-def _run(argv: list[Any], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _rows(d: Path) -> list[int]:
@@ -94,7 +87,7 @@ def test_select_and_estimate_on_zarr_equal_npy(
     results = {}
     for kind in ("npy", "zarr"):
         d = pile["dir"] / f"sel-{method}-{kind}"
-        code, _, err = _run(
+        code, _, err = run_cli(
             [
                 "select",
                 "--method",
@@ -119,7 +112,7 @@ def test_select_and_estimate_on_zarr_equal_npy(
         assert src["path"] == str(Path(pile[f"acts.{kind}"]).resolve())
         assert src["sha256"] == file_digest(pile[f"acts.{kind}"]) and src["shape"] == [N, M]
         labels = _labels(pile["dir"] / f"l-{method}-{kind}.csv", rows, pile["y"])
-        code, _, err = _run(["estimate", d, "--labels", labels], capsys)
+        code, _, err = run_cli(["estimate", d, "--labels", labels], capsys)
         assert code == 0, err
         results[kind] = (rows, sel["selection"], _estimate_numbers(d))
     assert len(results["zarr"][0]) == 30
@@ -133,9 +126,9 @@ def test_select_extend_on_zarr_equals_npy(
     for kind in ("npy", "zarr"):
         d = pile["dir"] / f"ext-{kind}"
         argv = ["select", "--method", "ces", "--budget", 20, "--seed", 2, "--out", d]
-        code, _, err = _run([*argv, "--activations", pile[f"acts.{kind}"]], capsys)
+        code, _, err = run_cli([*argv, "--activations", pile[f"acts.{kind}"]], capsys)
         assert code == 0, err
-        code, _, err = _run(["select", "--extend", d, "--budget", 10], capsys)
+        code, _, err = run_cli(["select", "--extend", d, "--budget", 10], capsys)
         assert code == 0, err
         rows[kind] = _rows(d)
     assert len(rows["zarr"]) == 30 and rows["zarr"] == rows["npy"]
@@ -151,7 +144,7 @@ def test_campaign_next_estimate_on_zarr_equal_npy(
     y = pile["y"]
     for kind in ("npy", "zarr"):
         d = pile["dir"] / f"camp-{kind}"
-        code, out, err = _run(
+        code, out, err = run_cli(
             [
                 "campaign",
                 d,
@@ -166,17 +159,17 @@ def test_campaign_next_estimate_on_zarr_equal_npy(
         )
         assert code == 0, err
         assert "campaign on a pile of 600 rows (seed 3)" in out
-        code, _, err = _run(["next", d, "--batch", 20], capsys)
+        code, _, err = run_cli(["next", d, "--batch", 20], capsys)
         assert code == 0, err
         first = _rows(d)
         labels = _labels(pile["dir"] / f"c1-{kind}.csv", first, y)
-        code, _, err = _run(["estimate", d, "--labels", labels], capsys)
+        code, _, err = run_cli(["estimate", d, "--labels", labels], capsys)
         assert code == 0, err
-        code, _, err = _run(["next", d, "--batch", 15], capsys)
+        code, _, err = run_cli(["next", d, "--batch", 15], capsys)
         assert code == 0, err
         both = _rows(d)
         labels = _labels(pile["dir"] / f"c2-{kind}.csv", both, y)
-        code, _, err = _run(["estimate", d, "--labels", labels], capsys)
+        code, _, err = run_cli(["estimate", d, "--labels", labels], capsys)
         assert code == 0, err
         results[kind] = (both, _estimate_numbers(d))
     assert len(results["zarr"][0]) == 35
@@ -190,16 +183,16 @@ def test_regression_campaign_with_zarr_predictions_equals_npy(
     for kind in ("npy", "zarr"):
         d = pile["dir"] / f"reg-{kind}"
         argv = ["campaign", d, "--activations", pile[f"acts.{kind}"], "--seed", 4]
-        code, _, err = _run(argv, capsys)
+        code, _, err = run_cli(argv, capsys)
         assert code == 0, err
-        code, _, err = _run(["next", d, "--batch", 25], capsys)
+        code, _, err = run_cli(["next", d, "--batch", 25], capsys)
         assert code == 0, err
         labels = _labels(pile["dir"] / f"t-{kind}.csv", _rows(d), pile["target"], "target")
         preds = pile[f"preds.{kind}"]
-        code, _, err = _run(["estimate", d, "--labels", labels, "--predictions", preds], capsys)
+        code, _, err = run_cli(["estimate", d, "--labels", labels, "--predictions", preds], capsys)
         assert code == 0, err
         # given again, the recorded zarr predictions are recognised by their digest
-        code, _, err = _run(["estimate", d, "--labels", labels, "--predictions", preds], capsys)
+        code, _, err = run_cli(["estimate", d, "--labels", labels, "--predictions", preds], capsys)
         assert code == 0, err
         results[kind] = (_rows(d), _estimate_numbers(d))
     assert results["zarr"] == results["npy"]
@@ -214,16 +207,16 @@ def test_changed_zarr_source_is_detected(
     store = pile["acts.zarr"]
     d = pile["dir"] / "sel"
     argv = ["select", "--method", "ces", "--budget", 20, "--seed", 1, "--activations", store]
-    code, _, err = _run([*argv, "--out", d], capsys)
+    code, _, err = run_cli([*argv, "--out", d], capsys)
     assert code == 0, err
     camp = pile["dir"] / "camp"
-    code, _, err = _run(["campaign", camp, "--activations", store, "--seed", 1], capsys)
+    code, _, err = run_cli(["campaign", camp, "--activations", store, "--seed", 1], capsys)
     assert code == 0, err
 
     z = zarr.open_array(str(store), mode="r+")
     z[500, 3] = float(z[500, 3]) + 1.0  # one value in one chunk file
     for argv in (["select", "--extend", d, "--budget", 5], ["next", camp, "--batch", 5]):
-        line = _one_line_error(*_run(argv, capsys)[::2])
+        line = _one_line_error(*run_cli(argv, capsys)[::2])
         assert str(store.resolve()) in line and "changed since the" in line
 
 
@@ -257,7 +250,7 @@ def test_a_directory_that_is_no_zarr_store_is_one_line(
     ):
         if argv[0] == "select":
             argv += ["--out", pile["dir"] / "s"]
-        line = _one_line_error(*_run(argv, capsys)[::2])
+        line = _one_line_error(*run_cli(argv, capsys)[::2])
         assert "--activations" in line and "not a zarr store" in line
 
 
@@ -270,7 +263,7 @@ def test_a_corrupt_zarr_store_is_one_line(
         if (meta / name).is_file():
             (meta / name).write_text("{ not json")
     argv = ["select", "--method", "ces", "--budget", 5, "--out", pile["dir"] / "s"]
-    line = _one_line_error(*_run([*argv, "--activations", meta], capsys)[::2])
+    line = _one_line_error(*run_cli([*argv, "--activations", meta], capsys)[::2])
     assert "not a readable zarr array" in line and str(meta) in line
 
     # a chunk file overwritten with garbage: found when the pass reads it
@@ -286,7 +279,7 @@ def test_a_corrupt_zarr_store_is_one_line(
     ):
         if argv[0] == "select":
             argv += ["--activations", chunk]
-        line = _one_line_error(*_run(argv, capsys)[::2])
+        line = _one_line_error(*run_cli(argv, capsys)[::2])
         assert "cannot read" in line and "zarr" in line
 
 
@@ -296,10 +289,10 @@ def test_without_zarr_npy_works_and_a_store_says_how_to_install(
     monkeypatch.setitem(sys.modules, "zarr", None)  # import zarr fails
     argv = ["select", "--method", "ces", "--budget", 10, "--seed", 0]
     npy = [*argv, "--activations", pile["acts.npy"], "--out", pile["dir"] / "a"]
-    code, _, err = _run(npy, capsys)
+    code, _, err = run_cli(npy, capsys)
     assert code == 0, err
     store = [*argv, "--activations", pile["acts.zarr"], "--out", pile["dir"] / "b"]
-    line = _one_line_error(*_run(store, capsys)[::2])
+    line = _one_line_error(*run_cli(store, capsys)[::2])
     assert "zarr" in line and "pip install" in line
 
 
@@ -319,11 +312,11 @@ def test_rank_with_zarr_predictions_equals_npy(
     for kind in ("npy", "zarr"):
         d = tmp_path / kind
         argv = ["select", "--method", method, "--budget", 40, "--seed", 1, "--out", d]
-        code, _, err = _run([*argv, "--predictions", tmp_path / f"p.{kind}"], capsys)
+        code, _, err = run_cli([*argv, "--predictions", tmp_path / f"p.{kind}"], capsys)
         assert code == 0, err
         rows = _rows(d)
         labels = _labels(tmp_path / f"l-{kind}.csv", rows, y)
-        code, out, err = _run(["rank", d, "--labels", labels, "--bootstrap", 200], capsys)
+        code, out, err = run_cli(["rank", d, "--labels", labels, "--bootstrap", 200], capsys)
         assert code == 0, err
         shown[kind] = (rows, out)
     assert shown["zarr"] == shown["npy"]
@@ -345,7 +338,7 @@ def test_bad_probabilities_give_the_same_error_from_zarr(
     lines = []
     for kind in ("npy", "zarr"):
         argv = ["select", "--method", "css", "--budget", 5, "--out", pile["dir"] / kind]
-        code, _, err = _run([*argv, "--probs", pile["dir"] / f"bad.{kind}"], capsys)
+        code, _, err = run_cli([*argv, "--probs", pile["dir"] / f"bad.{kind}"], capsys)
         lines.append(_one_line_error(code, err))
     assert lines[0] == lines[1]
     assert ("row 450" in lines[0]) == (case in ("sum", "nan"))  # a NaN is named by its row

@@ -14,12 +14,11 @@ import numpy as np
 import pytest
 
 from label_helpers import Running
-from labelwise.cli import main
 from labelwise.cli._labelling import LabelSession
 from labelwise.exceptions import LabelwiseError
 from labelwise.io import read_labels_csv, write_labels_csv
 from labelwise.labelstudio import read_label_studio_export
-from synthetic import captured_pile
+from synthetic import captured_pile, run_cli, srs_selection
 
 N, C = 90, 3
 NUMERIC = ["1", "2", "3"]
@@ -31,26 +30,6 @@ def pile(tmp_path: Path) -> dict[str, Any]:
     return captured_pile(tmp_path, 3, N, NUMERIC, 5, [f"img {i}.png" for i in range(N)])
 
 
-def _run(argv: list[Any], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _selection(pile: dict[str, Any], capsys: pytest.CaptureFixture[str], budget: int = 8) -> Path:
-    d = pile["dir"] / "sel"
-    cap = pile["cap"]
-    code, _, err = _run(
-        ["select", "--method", "srs", "--budget", budget, "--activations",
-         cap / "activations.npy", "--probs", cap / "probabilities.npy", "--seed", "1",
-         "--out", d],
-        capsys,
-    )  # fmt: skip
-    assert code == 0, err
-    return d
-
-
 def _campaign(pile: dict[str, Any], capsys: pytest.CaptureFixture[str], batch: int = 10) -> Path:
     d = pile["dir"] / "camp"
     cap = pile["cap"]
@@ -59,7 +38,7 @@ def _campaign(pile: dict[str, Any], capsys: pytest.CaptureFixture[str], batch: i
          cap / "probabilities.npy", "--seed", "4"],
         ["next", d, "--batch", batch],
     ):  # fmt: skip
-        code, _, err = _run(argv, capsys)
+        code, _, err = run_cli(argv, capsys)
         assert code == 0, err
     return d
 
@@ -94,14 +73,14 @@ def test_numeric_class_names_read_back_as_written(
 ) -> None:
     """Classes "1", "2", "3": labels the model agrees with give accuracy 1.0 (was 0.2: the
     written indices were read back as names, one class off)."""
-    d = _selection(pile, capsys)
+    d = srs_selection(pile, capsys)
     rows = _rows(d)
     pred = pile["probs"].argmax(axis=1)
     export = _min_export(tmp_path / "ls.json", rows, lambda r: NUMERIC[pred[r]])
-    code, _, err = _run(["import", d, export], capsys)
+    code, _, err = run_cli(["import", d, export], capsys)
     assert code == 0, err
     assert (d / "labels.csv").read_text().splitlines()[0] == "row,label,class,id"
-    code, out, err = _run(["estimate", d, "--labels", d / "labels.csv", "--json"], capsys)
+    code, out, err = run_cli(["estimate", d, "--labels", d / "labels.csv", "--json"], capsys)
     assert code == 0, err
     assert json.loads(out)["value"] == 1.0
 
@@ -111,11 +90,11 @@ def test_an_ambiguous_labels_csv_is_refused_not_guessed(
 ) -> None:
     """A bare label '1' with classes "1", "2", "3" (the class named "1" or class 1?): an error
     naming the line and saying how to write it; a 'class' column is read as names."""
-    d = _selection(pile, capsys)
+    d = srs_selection(pile, capsys)
     rows = _rows(d)
     f = d / "labels.csv"
     f.write_text("row,label\n" + "".join(f"{r},1\n" for r in rows))
-    code, _, err = _run(["estimate", d, "--labels", f], capsys)
+    code, _, err = run_cli(["estimate", d, "--labels", f], capsys)
     assert code == 2 and "line 2: label '1' is ambiguous" in err and "'class' column" in err
     assert len(err.strip().splitlines()) == 1
     f.write_text("row,class\n" + "".join(f"{r},1\n" for r in rows))  # names: class 0
@@ -167,13 +146,13 @@ def test_the_page_restarts_on_numeric_class_names(
 def test_import_waits_for_the_page_and_the_page_merges_labels_added_meanwhile(
     pile: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    d = _selection(pile, capsys)
+    d = srs_selection(pile, capsys)
     rows = _rows(d)
     s = LabelSession(d)
     try:
         s.answer(rows[0], 0)
         export = _min_export(tmp_path / "ls.json", rows[1:4], lambda r: "2")
-        code, _, err = _run(["import", d, export], capsys)
+        code, _, err = run_cli(["import", d, export], capsys)
         assert code == 2 and "being labelled on a 'labelwise label' page" in err, err
         assert "nothing written" in err
         # another program adds labels anyway (by hand): the page keeps them
@@ -197,7 +176,7 @@ def test_import_waits_for_the_page_and_the_page_merges_labels_added_meanwhile(
         assert rows[4] not in s.labels
     finally:
         s.close()
-    code, _, err = _run(["import", d, export], capsys)  # the page stopped: import runs
+    code, _, err = run_cli(["import", d, export], capsys)  # the page stopped: import runs
     assert "being labelled" not in err
 
 
@@ -207,17 +186,17 @@ def test_import_waits_for_the_page_and_the_page_merges_labels_added_meanwhile(
 def test_import_refuses_an_export_of_another_pile(
     pile: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    d = _selection(pile, capsys)
+    d = srs_selection(pile, capsys)
     rows = _rows(d)
     other = [f"other/{i}.png" for i in range(N)]
     export = _min_export(tmp_path / "ls.json", rows, lambda r: "1", ids=other)
-    code, _, err = _run(["import", d, export], capsys)
+    code, _, err = run_cli(["import", d, export], capsys)
     assert code == 2 and "carry a labelwise_id other than their row's" in err, err
     assert f"row {sorted(rows)[0]}: 'other/{sorted(rows)[0]}.png' in the export" in err
     assert not (d / "labels.csv").exists()
     ids = [f"img {i}.png" for i in range(N)]  # the right ids: imported
     export = _min_export(tmp_path / "ls.json", rows, lambda r: "1", ids=ids)
-    code, _, err = _run(["import", d, export], capsys)
+    code, _, err = run_cli(["import", d, export], capsys)
     assert code == 0, err
 
 
@@ -272,7 +251,7 @@ def _raw_post(url: str, body: bytes, length: bytes | None = None) -> tuple[int, 
 def test_the_page_answers_400_to_malformed_requests(
     pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    d = _selection(pile, capsys)
+    d = srs_selection(pile, capsys)
     row = _rows(d)[0]
     running = Running(LabelSession(d))
     try:
@@ -327,7 +306,7 @@ def test_import_checks_confidence_before_writing(
 ) -> None:
     d = _campaign(pile, capsys)
     export = _min_export(tmp_path / "ls.json", _rows(d)[:5], lambda r: "1")
-    code, _, err = _run(["import", d, export, "--confidence", "1.5"], capsys)
+    code, _, err = run_cli(["import", d, export, "--confidence", "1.5"], capsys)
     assert code == 2 and "--confidence must be in (0, 1), got 1.5" in err
     assert not (d / "labels.csv").exists()
 
@@ -344,10 +323,10 @@ def test_the_campaign_report_says_which_labels_are_not_recorded(
     y = pile["y"]
     f = d / "labels.csv"
     f.write_text("row,label,class\n" + "".join(f"{r},{y[r]},{NUMERIC[y[r]]}\n" for r in rows[:8]))
-    code, _, err = _run(["estimate", d, "--labels", f], capsys)
+    code, _, err = run_cli(["estimate", d, "--labels", f], capsys)
     assert code == 0, err
     f.write_text("row,label,class\n" + "".join(f"{r},{y[r]},{NUMERIC[y[r]]}\n" for r in rows[:11]))
-    code, _, err = _run(["report", d], capsys)
+    code, _, err = run_cli(["report", d], capsys)
     assert code == 0, err
     page = (d / "report.html").read_text()
     assert "holds 3 labels not yet recorded" in page
@@ -360,12 +339,12 @@ def test_the_campaign_report_says_which_labels_are_not_recorded(
 def test_import_of_a_csv_or_cut_export_says_to_export_json(
     pile: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    d = _selection(pile, capsys)
+    d = srs_selection(pile, capsys)
     csv_export = tmp_path / "export.csv"
     csv_export.write_text("image,labelwise_row,label\nimg 1.png,1,2\n")
     cut = tmp_path / "cut.json"
     cut.write_text('[{"labelwise_row": 1, "label": "2"}, {"labelwise_r')
     for path, words in ((csv_export, "looks like a CSV or TSV export"), (cut, "cut short")):
-        code, _, err = _run(["import", d, path], capsys)
+        code, _, err = run_cli(["import", d, path], capsys)
         assert code == 2 and words in err and "export the Label Studio project as JSON" in err
         assert len(err.strip().splitlines()) == 1

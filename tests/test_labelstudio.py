@@ -14,9 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from labelwise.cli import main
 from labelwise.labelstudio import read_label_studio_export
-from synthetic import captured_pile
+from synthetic import captured_pile, run_cli, srs_selection
 
 N, C = 400, 3
 NAMES = ["cat", "dog", "bird"]
@@ -30,12 +29,6 @@ def pile(tmp_path: Path) -> dict[str, Any]:
     )
 
 
-def _run(argv: list[Any], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _campaign(pile: dict[str, Any], name: str, capsys: pytest.CaptureFixture[str]) -> Path:
     d = pile["dir"] / name
     cap = pile["cap"]
@@ -44,26 +37,13 @@ def _campaign(pile: dict[str, Any], name: str, capsys: pytest.CaptureFixture[str
          cap / "probabilities.npy", "--seed", "4"],
         ["next", d, "--batch", "30"],
     ):  # fmt: skip
-        code, _, err = _run(argv, capsys)
+        code, _, err = run_cli(argv, capsys)
         assert code == 0, err
     return d
 
 
-def _selection(pile: dict[str, Any], name: str, capsys: pytest.CaptureFixture[str]) -> Path:
-    d = pile["dir"] / name
-    cap = pile["cap"]
-    code, _, err = _run(
-        ["select", "--method", "srs", "--budget", "25", "--activations",
-         cap / "activations.npy", "--probs", cap / "probabilities.npy", "--seed", "2",
-         "--out", d],
-        capsys,
-    )  # fmt: skip
-    assert code == 0, err
-    return d
-
-
 def _export(d: Path, capsys: pytest.CaptureFixture[str], *extra: Any) -> list[dict[str, Any]]:
-    code, out, err = _run(["export", d, *extra], capsys)
+    code, out, err = run_cli(["export", d, *extra], capsys)
     assert code == 0, err
     assert "Label Studio tasks" in out
     out_file = Path(str(extra[extra.index("--out") + 1])) if "--out" in extra else None
@@ -159,7 +139,7 @@ def test_export_writes_documented_tasks_and_config(
 def test_export_without_prefix_gives_the_image_files_path(
     pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    d = _selection(pile, "sel", capsys)
+    d = srs_selection(pile, capsys, budget=25, seed=2)
     tasks = _export(d, capsys, "--out", d / "ls" / "tasks.json")
     assert (d / "ls" / "tasks.config.xml").is_file()
     r = tasks[0]["data"]["labelwise_row"]
@@ -173,7 +153,7 @@ def test_export_of_an_array_pile_shows_the_row_as_text(
     cap = pile["cap"]
     np.save(cap / "pile.npy", np.arange(N * 4, dtype=np.float32).reshape(N, 4))
     (cap / "capture.json").write_text(json.dumps({"pile": {"kind": "npy", "path": "pile.npy"}}))
-    d = _selection(pile, "sel", capsys)
+    d = srs_selection(pile, capsys, budget=25, seed=2)
     tasks = _export(d, capsys)
     r = tasks[0]["data"]["labelwise_row"]
     assert tasks[0]["data"]["text"] == f"row {r}: [{4 * r:g}, {4 * r + 1:g}, {4 * r + 2:g}, " \
@@ -207,7 +187,7 @@ def test_import_reports_skipped_cancelled_unknown_and_several(
         _annotation(wrong, when="2026-03-03T08:00:00.000000Z", was_cancelled=True),
     ]
     (d / "export.json").write_text(json.dumps(doc))
-    code, out, err = _run(["import", d, d / "export.json", "--json"], capsys)
+    code, out, err = run_cli(["import", d, d / "export.json", "--json"], capsys)
     assert code == 0, err
     assert "imported 27 labels from 30 Label Studio tasks (JSON export); 3 tasks not used" in out
     assert (
@@ -236,7 +216,7 @@ def test_import_with_nothing_usable_is_an_error(
         t["annotations"] = [_annotation("cat", was_cancelled=True)]
     doc[0]["annotations"] = [_annotation("zebra")]
     (d / "export.json").write_text(json.dumps(doc))
-    code, out, err = _run(["import", d, d / "export.json"], capsys)
+    code, out, err = run_cli(["import", d, d / "export.json"], capsys)
     assert code == 2 and out == ""
     assert "imported 0 labels from 30 Label Studio tasks (JSON export); 30 tasks not used" in err
     last = err.strip().splitlines()[-1]
@@ -251,14 +231,14 @@ def test_import_with_nothing_usable_is_an_error(
 def test_import_rows_outside_the_selection_are_reported(
     pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    d = _selection(pile, "sel", capsys)
+    d = srs_selection(pile, capsys, budget=25, seed=2)
     tasks = _export(d, capsys)
     chosen = {t["data"]["labelwise_row"] for t in tasks}
     stranger = next(r for r in range(N) if r not in chosen)
     extra = {"data": {"labelwise_row": stranger, "image": "x.png"}, "meta": {}, "id": 99}
     doc = [*_full_export(tasks[:5], pile["y"]), dict(extra, annotations=[_annotation("cat")])]
     (d / "export.json").write_text(json.dumps(doc))
-    code, out, err = _run(["import", d, d / "export.json"], capsys)
+    code, out, err = run_cli(["import", d, d / "export.json"], capsys)
     assert code == 0, err
     assert f"1 row not in this directory's selection or campaign, not used: {stranger}" in out
     assert "20 selected rows still lack a label" in out
@@ -266,7 +246,7 @@ def test_import_rows_outside_the_selection_are_reported(
 
 
 def test_json_min_export_is_read(pile: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    d = _selection(pile, "sel", capsys)
+    d = srs_selection(pile, capsys, budget=25, seed=2)
     tasks = _export(d, capsys)
     y = pile["y"]
     records: list[dict[str, Any]] = []
@@ -320,7 +300,7 @@ def test_round_trip_campaign_equals_hand_written_labels(
     b = _campaign(pile, "b", capsys)  # the same campaign (same seed), labelled by hand
     tasks = _export(a, capsys)
     (a / "export.json").write_text(json.dumps(_full_export(tasks, y)))
-    code, out, err = _run(["import", a, a / "export.json", "--json"], capsys)
+    code, out, err = run_cli(["import", a, a / "export.json", "--json"], capsys)
     assert code == 0, err
     via_ls = json.loads(out[out.index("{") :])
     rows = _to_label(b)
@@ -328,7 +308,9 @@ def test_round_trip_campaign_equals_hand_written_labels(
         w = csv.writer(fh)
         w.writerow(["row", "label"])
         w.writerows([r, int(y[r])] for r in rows)
-    code, out, err = _run(["estimate", b, "--labels", pile["dir"] / "hand.csv", "--json"], capsys)
+    code, out, err = run_cli(
+        ["estimate", b, "--labels", pile["dir"] / "hand.csv", "--json"], capsys
+    )
     assert code == 0, err
     assert via_ls == json.loads(out)
     assert via_ls["n_labelled"] == 30
@@ -338,19 +320,19 @@ def test_round_trip_selection_equals_hand_written_labels(
     pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
     y = pile["y"]
-    d = _selection(pile, "sel", capsys)
+    d = srs_selection(pile, capsys, budget=25, seed=2)
     (d / "export.json").write_text(json.dumps(_full_export(_export(d, capsys), y)))
-    code, out, err = _run(["import", d, d / "export.json"], capsys)
+    code, out, err = run_cli(["import", d, d / "export.json"], capsys)
     assert code == 0, err
     assert "every selected row is labelled" in out
-    code, via_ls, err = _run(["estimate", d, "--labels", d / "labels.csv", "--json"], capsys)
+    code, via_ls, err = run_cli(["estimate", d, "--labels", d / "labels.csv", "--json"], capsys)
     assert code == 0, err
     sel = json.loads((d / "selection.json").read_text())["selection"]["indices"]
     with open(pile["dir"] / "hand.csv", "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["row", "label"])
         w.writerows([r, int(y[r])] for r in reversed(sel))
-    code, by_hand, err = _run(
+    code, by_hand, err = run_cli(
         ["estimate", d, "--labels", pile["dir"] / "hand.csv", "--json"], capsys
     )
     assert code == 0, err
@@ -365,14 +347,14 @@ def test_import_never_changes_a_recorded_label(
     y = pile["y"]
     tasks = _export(d, capsys)
     (d / "export.json").write_text(json.dumps(_full_export(tasks, y)))
-    assert _run(["import", d, d / "export.json"], capsys)[0] == 0
+    assert run_cli(["import", d, d / "export.json"], capsys)[0] == 0
     (d / "labels.csv").unlink()  # e.g. the first labels were given from another file
     before = (d / "campaign.state.json").read_bytes()
     r = tasks[0]["data"]["labelwise_row"]
     doc = _full_export(tasks[:1], y)
     doc[0]["annotations"] = [_annotation(NAMES[(y[r] + 1) % C])]
     (d / "again.json").write_text(json.dumps(doc))
-    code, out, err = _run(["import", d, d / "again.json"], capsys)
+    code, out, err = run_cli(["import", d, d / "again.json"], capsys)
     assert code == 2 and out == ""
     assert f"row {r}: {y[r]} -> {(y[r] + 1) % C}" in err and "nothing written" in err
     assert (d / "campaign.state.json").read_bytes() == before
@@ -395,7 +377,7 @@ def test_json_min_import_into_a_campaign_names_rows_missing_from_the_export(
         "labelwise_row"
     ]  # JSON-MIN leaves out a task whose annotation was cancelled
     (d / "min.json").write_text(json.dumps(records))
-    code, out, err = _run(["import", d, d / "min.json"], capsys)
+    code, out, err = run_cli(["import", d, d / "min.json"], capsys)
     assert code == 0, err
     assert "imported 29 labels from 29 Label Studio tasks (JSON-MIN export)" in out
     assert "1 row awaiting labels has no task in the export" in out and f": {gone}\n" in out

@@ -14,10 +14,9 @@ import numpy as np
 import pytest
 
 import labelwise as lw
-from labelwise.cli import main
 from labelwise.report import build_report, report_data
 from labelwise.workspace import Workspace
-from synthetic import CHROMIUM, CHROMIUM_ARGS, classifier_pile
+from synthetic import CHROMIUM, CHROMIUM_ARGS, classifier_pile, run_cli
 
 N, C = 500, 3
 
@@ -29,12 +28,6 @@ def pile(tmp_path: Path) -> dict[str, Any]:
     np.save(tmp_path / "acts.npy", x.astype(np.float32))
     np.save(tmp_path / "probs.npy", p.astype(np.float32))
     return {"dir": tmp_path, "y": y, "probs": p.astype(np.float32)}
-
-
-def _run(argv: list[Any], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _write_labels(path: Path, rows: list[int], y: np.ndarray) -> Path:
@@ -52,7 +45,7 @@ def _to_label(d: Path) -> list[int]:
 
 def _selection(pile: dict[str, Any], capsys: pytest.CaptureFixture[str], method: str) -> Path:
     d = pile["dir"] / f"sel-{method}"
-    code, _, err = _run(
+    code, _, err = run_cli(
         ["select", "--method", method, "--budget", "40", "--activations", pile["dir"] / "acts.npy",
          "--probs", pile["dir"] / "probs.npy", "--seed", "5", "--out", d],
         capsys,
@@ -64,16 +57,16 @@ def _selection(pile: dict[str, Any], capsys: pytest.CaptureFixture[str], method:
 
 def _campaign(pile: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> tuple[Path, dict]:
     d = pile["dir"] / "camp"
-    code, _, err = _run(
+    code, _, err = run_cli(
         ["campaign", d, "--activations", pile["dir"] / "acts.npy", "--probs",
          pile["dir"] / "probs.npy", "--seed", "2"],
         capsys,
     )  # fmt: skip
     assert code == 0, err
     for _ in range(2):
-        assert _run(["next", d, "--batch", "25"], capsys)[0] == 0
+        assert run_cli(["next", d, "--batch", "25"], capsys)[0] == 0
         labels = _write_labels(pile["dir"] / "labels.csv", _to_label(d), pile["y"])
-        code, out, err = _run(
+        code, out, err = run_cli(
             ["estimate", d, "--labels", labels, "--json", "--until-halfwidth", "0.01"], capsys
         )
         assert code == 0, err
@@ -161,10 +154,10 @@ def test_selection_report_numbers_equal_estimate_json(
     pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
     d = _selection(pile, capsys, "ces")
-    code, out, err = _run(["estimate", d, "--labels", d / "labels.csv", "--json"], capsys)
+    code, out, err = run_cli(["estimate", d, "--labels", d / "labels.csv", "--json"], capsys)
     assert code == 0, err
     est = json.loads(out)
-    code, out, err = _run(["report", d], capsys)
+    code, out, err = run_cli(["report", d], capsys)
     assert code == 0, err
     assert f"wrote {d / 'report.html'}" in out
     page = (d / "report.html").read_text(encoding="utf-8")
@@ -208,7 +201,7 @@ def test_campaign_report_numbers_equal_estimate_json(
 ) -> None:
     d, est = _campaign(pile, capsys)
     (d / "classes.json").write_text(json.dumps(["ant", "bee", "cow"]))
-    code, _out, err = _run(["report", d, "--out", pile["dir"] / "r.html"], capsys)
+    code, _out, err = run_cli(["report", d, "--out", pile["dir"] / "r.html"], capsys)
     assert code == 0, err
     page = (pile["dir"] / "r.html").read_text(encoding="utf-8")
     p = _check_numbers(page, est)
@@ -264,16 +257,16 @@ def test_without_labels_is_a_clear_error(
 ) -> None:
     d = _selection(pile, capsys, "srs")
     (d / "labels.csv").unlink()
-    code, out, err = _run(["report", d], capsys)
+    code, out, err = run_cli(["report", d], capsys)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "Traceback" not in err
     assert "has no labels to report on" in err and "--labels" in err
     c = pile["dir"] / "c"
-    _run(["campaign", c, "--activations", pile["dir"] / "acts.npy", "--probs",
+    run_cli(["campaign", c, "--activations", pile["dir"] / "acts.npy", "--probs",
           pile["dir"] / "probs.npy", "--seed", "1"], capsys)  # fmt: skip
-    code, out, err = _run(["report", c], capsys)
+    code, out, err = run_cli(["report", c], capsys)
     assert code == 2 and "the campaign has no labels recorded yet" in err
-    code, out, err = _run(["report", pile["dir"] / "nothing"], capsys)
+    code, out, err = run_cli(["report", pile["dir"] / "nothing"], capsys)
     assert code == 2 and "nothing does not exist" in err
     assert not (d / "report.html").exists()
 
@@ -293,7 +286,7 @@ def test_report_renders_in_headless_chromium(
 ) -> None:
     sync_playwright = _browser()
     d, est = _campaign(pile, capsys)
-    assert _run(["report", d], capsys)[0] == 0
+    assert run_cli(["report", d], capsys)[0] == 0
     requests: list[str] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -326,7 +319,7 @@ def test_chromium_command_line_screenshot(
     if not Path(CHROMIUM).is_file() or shutil.which(CHROMIUM) is None:
         pytest.skip(f"{CHROMIUM} is not installed (Debian package chromium)")
     d = _selection(pile, capsys, "srs")
-    assert _run(["report", d], capsys)[0] == 0
+    assert run_cli(["report", d], capsys)[0] == 0
     shot = tmp_path / "cli.png"
     subprocess.run(
         [CHROMIUM, *CHROMIUM_ARGS, f"--screenshot={shot}", "--window-size=1000,1200",
@@ -347,16 +340,16 @@ def test_ranking_selection_reports_its_ranking(
     preds = np.stack([np.where(rng.random(N) < q, y, (y + 1) % C) for q in (0.9, 0.6)])
     np.save(pile["dir"] / "preds.npy", preds)
     d = pile["dir"] / "sds"
-    code, _, err = _run(
+    code, _, err = run_cli(
         ["select", "--method", "sds", "--budget", "30", "--predictions", pile["dir"] / "preds.npy",
          "--seed", "0", "--out", d],
         capsys,
     )  # fmt: skip
     assert code == 0, err
     _write_labels(d / "labels.csv", _to_label(d), y)
-    code, _, err = _run(["report", d], capsys)
+    code, _, err = run_cli(["report", d], capsys)
     assert code == 2 and "has no accuracy estimate; run 'labelwise rank" in err
-    code, _, err = _run(["rank", d, "--labels", d / "labels.csv", "--names", "a,b"], capsys)
+    code, _, err = run_cli(["rank", d, "--labels", d / "labels.csv", "--names", "a,b"], capsys)
     assert code == 0, err
     ranking = json.loads((d / "ranking.json").read_text())["ranking"]
     page = build_report(d)
@@ -398,35 +391,35 @@ def test_report_out_never_replaces_what_it_should_not(
     base = pile["dir"]
     # an older report is replaced
     (base / "old.html").write_text("old")
-    assert _run(["report", d, "--out", base / "old.html"], capsys)[0] == 0
+    assert run_cli(["report", d, "--out", base / "old.html"], capsys)[0] == 0
     assert (base / "old.html").read_text(encoding="utf-8").startswith("<!")
     # any other existing file, a link, and the command's inputs are refused, untouched
     (base / "notes.csv").write_text("keep me")
-    code, _out, err = _run(["report", d, "--out", base / "notes.csv"], capsys)
+    code, _out, err = run_cli(["report", d, "--out", base / "notes.csv"], capsys)
     assert code == 2 and "will not overwrite" in err
     assert (base / "notes.csv").read_text() == "keep me"
     (base / "target.html").write_text("target")
     (base / "link.html").symlink_to(base / "target.html")
-    code, _out, err = _run(["report", d, "--out", base / "link.html"], capsys)
+    code, _out, err = run_cli(["report", d, "--out", base / "link.html"], capsys)
     assert code == 2 and "not a regular file" in err and (base / "link.html").is_symlink()
     assert (base / "target.html").read_text() == "target"
     # the campaign's activations file
-    code, _out, err = _run(["report", d, "--out", base / "acts.npy"], capsys)
+    code, _out, err = run_cli(["report", d, "--out", base / "acts.npy"], capsys)
     assert code == 2 and "will not overwrite" in err
     # Label Studio tasks (.json) over another labelwise directory's selection.json: refused
     other = base / "other"
-    code, _out, err = _run(
+    code, _out, err = run_cli(
         ["select", "--method", "srs", "--budget", "5", "--population-size", "50", "--out", other],
         capsys,
     )
     assert code == 0, err
     before = (other / "selection.json").read_text()
-    assert _run(["next", d, "--batch", "5"], capsys)[0] == 0
-    code, _out, err = _run(["export", d, "--out", other / "selection.json"], capsys)
+    assert run_cli(["next", d, "--batch", "5"], capsys)[0] == 0
+    code, _out, err = run_cli(["export", d, "--out", other / "selection.json"], capsys)
     assert code == 2 and "would overwrite a file of the selection" in err
     assert (other / "selection.json").read_text() == before
     # paths the system refuses: a clear error, no traceback
-    code, _out, err = _run(["report", d, "--out", base / ("n" * 300 + ".html")], capsys)
+    code, _out, err = run_cli(["report", d, "--out", base / ("n" * 300 + ".html")], capsys)
     assert code == 2 and "File name too long" in err and "Traceback" not in err
-    code, _out, err = _run(["report", d, "--out", base / "acts.npy" / "r.html"], capsys)
+    code, _out, err = run_cli(["report", d, "--out", base / "acts.npy" / "r.html"], capsys)
     assert code == 2 and "is a file, not a directory" in err
