@@ -426,6 +426,44 @@ def test_active_interval_allows_for_errors_not_seen() -> None:
     assert covered >= 54  # measured 60 of 60; 20 of 60 before
 
 
+def _confident_pile(n: int = 5000, seed: int = 0):
+    """Accuracy ~0.98 over 10 classes; the top probability is 0.97-0.999 on correct rows and
+    a bit lower, 0.90-0.97, on wrong ones; 16-d random activations."""
+    g = np.random.default_rng(seed)
+    label = g.integers(10, size=n)
+    correct = g.random(n) < 0.98
+    pred = np.where(correct, label, (label + 1 + g.integers(9, size=n)) % 10)
+    top = np.where(correct, g.uniform(0.97, 0.999, n), g.uniform(0.9, 0.97, n))
+    probs = np.repeat(((1 - top) / 9)[:, None], 10, axis=1)
+    probs[np.arange(n), pred] = top
+    return g.normal(size=(n, 16)), probs, correct.astype(float)
+
+
+def test_active_interval_with_one_or_two_errors_is_not_vacuous() -> None:
+    """30 active draws on a pile with 2 % errors: the draws' 1-2 errors have AIPW terms near
+    0.3 and the rest lie within 0.03 of 1, so a bootstrap resample that misses the errors
+    (probability 0.36 for one in 30 draws) has a standard error near 0 and a huge t; the
+    bootstrap-t then reported (0.0, 1.0) at 22 of 300 seeds. The lower limit is now
+    Wilson's at the draws' Kish size: no vacuous interval, coverage 0.997 (300 seeds)."""
+    acts, probs, correct = _confident_pile()
+    truth = correct.mean()
+    camp = lw.Campaign(activations=acts, probabilities=probs, method="active", rng=9)
+    rows = camp.propose(30)
+    camp.record(rows, correct[rows])
+    est = camp.estimate()
+    assert 0.5 < est.ci_low <= truth <= est.ci_high, est  # was (0.0, 1.0)
+    covered = vacuous = 0
+    for rep in range(240):
+        camp = lw.Campaign(activations=acts, probabilities=probs, method="active", rng=rep)
+        rows = camp.propose(30)
+        camp.record(rows, correct[rows])
+        est = camp.estimate()
+        covered += est.ci_low <= truth <= est.ci_high
+        vacuous += est.ci_low == 0.0 and est.ci_high == 1.0
+    assert vacuous == 0
+    assert covered >= 0.93 * 240, covered
+
+
 def test_wide_activations_get_the_same_principal_axes_fast() -> None:
     """Past 512 columns the surrogate's principal axes come from a randomized range finder
     (the full eigh of the Gram matrix cost O(d^3): 30-37 s at d = 2,048 on busy cores);
