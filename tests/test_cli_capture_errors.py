@@ -83,3 +83,38 @@ def test_float64_model_and_executed_layer(
     with torch.no_grad():
         hidden = torch.relu(model.hidden(torch.from_numpy(x))).numpy()
     np.testing.assert_allclose(np.load(tmp_path / "cap" / "activations.npy"), hidden, rtol=1e-5)
+
+
+def _onnx(model: nn.Module, path: Path, width: int) -> Path:
+    pytest.importorskip("onnxruntime")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            model.eval(),
+            (torch.zeros(1, width),),
+            str(path),
+            dynamo=False,
+            input_names=["input"],
+            output_names=["logits"],
+            dynamic_axes={"input": {0: "b"}},
+        )
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["pickle", "torchscript", "onnx"])
+def test_logits_output_on_a_single_output_model_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    if fmt == "onnx":
+        path = _onnx(_mlp(), tmp_path / "model.onnx", 64)
+    else:
+        path = (_save if fmt == "pickle" else _scripted)(_mlp(), tmp_path / "model.pt")
+    np.save(tmp_path / "inputs.npy", np.zeros((5, 64), dtype=np.float32))
+    argv = ["capture", "--model", str(path), "--inputs", str(tmp_path / "inputs.npy")]
+    code = main([*argv, "--out", str(tmp_path / "cap"), "--logits-output", "1"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("labelwise: error: ") and err.count("\n") == 1
+    assert "--logits-output" in err and "two outputs" in err and "drop it" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "cap" / "activations.npy").exists()

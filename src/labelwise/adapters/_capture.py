@@ -169,6 +169,14 @@ def pair_roles(
     )
 
 
+def single_output_message(logits_output: int, returned: str) -> str:
+    """The error for ``logits_output`` given to a model that does not return two outputs."""
+    return (
+        f"logits_output={logits_output} (CLI: --logits-output) applies only to a model with "
+        f"two outputs, but this one returns {returned}; drop it"
+    )
+
+
 # --------------------------------------------------------------------------- rows
 
 

@@ -40,6 +40,7 @@ from ._capture import (
     model_file,
     pair_roles,
     parse_classes,
+    single_output_message,
 )
 
 __all__ = ["capture", "load_model"]
@@ -254,6 +255,10 @@ def _prepare(proto: Any, layer: str | None, logits_output: int | None = None) ->
     # one output: the class scores; two: (features, logits) by their shapes and types
     pair_features: str | None = None
     output_name = g.output[0].name
+    if logits_output is not None and len(g.output) != 2:
+        names = ", ".join(repr(o.name) for o in g.output)
+        count = "one output" if len(g.output) == 1 else f"{len(g.output)} outputs"
+        raise LabelwiseError(single_output_message(logits_output, f"{count} ({names})"))
     if len(g.output) == 2:
         shapes = tuple(_static_shape(o) for o in g.output)
         labels = tuple(_is_label_output(o) for o in g.output)

@@ -45,6 +45,7 @@ from ._capture import (
     model_file,
     pair_roles,
     parse_classes,
+    single_output_message,
 )
 from ._torch_graph import GraphTap, is_exported, tap_exported, tap_scripted
 
@@ -876,6 +877,17 @@ def _as_pair(out: Any) -> tuple[torch.Tensor, torch.Tensor] | None:
     return None
 
 
+def _returned(out: Any) -> str:
+    """What a model returned, for a message: ``"one tensor of shape (40, 3)"``."""
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return f"one tensor of shape {tuple(out.shape)}"
+    if isinstance(out, tuple | list):
+        return f"a {type(out).__name__} of {len(out)}"
+    return f"a {type(out).__name__}"
+
+
 def _is_label(t: torch.Tensor) -> bool:
     """A predicted label rather than scores: 1-D, or integer/bool values."""
     return t.dim() <= 1 or not t.is_floating_point()
@@ -972,6 +984,8 @@ class _Runner:
         the label when the features are one of the outputs."""
         pair = _as_pair(out)
         if pair is None:
+            if self.logits_output is not None:
+                raise LabelwiseError(single_output_message(self.logits_output, _returned(out)))
             return None, out
         feats, logits, warning = pair_roles(
             (tuple(pair[0].shape), tuple(pair[1].shape)),
