@@ -127,6 +127,35 @@ def test_csv_index_like_columns_are_named_in_a_warning(tmp_path: Path) -> None:
         assert open_pile(path, columns=["f0", "f1"]).shape == (5, 2)
 
 
+@pytest.mark.parametrize("model", ["missing.pt", "broken.onnx", "broken.pt"])
+def test_a_model_error_is_reported_without_notes_about_the_inputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model: str
+) -> None:
+    pytest.importorskip("onnxruntime" if model.endswith(".onnx") else "torch")
+    path = tmp_path / "pd.csv"  # an index column: opening the pile would give a note
+    path.write_text("\n".join([",f0,f1"] + [f"{i},{i * 0.3},{1 - i * 0.1}" for i in range(5)]))
+    if model.startswith("broken"):
+        (tmp_path / model).write_bytes(b"not a model")
+    argv = ["capture", "--model", str(tmp_path / model), "--inputs", str(path)]
+    assert main([*argv, "--out", str(tmp_path / "cap")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("labelwise: error: ") and err.count("\n") == 1, err
+    assert "note:" not in err and "row ids" not in err
+
+
+def test_the_id_like_note_comes_once_the_model_has_loaded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    torch = pytest.importorskip("torch")
+    torch.save(torch.nn.Sequential(torch.nn.Linear(3, 2)).eval(), tmp_path / "m.pt")
+    path = tmp_path / "pd.csv"
+    path.write_text("\n".join([",f0,f1"] + [f"{i},{i * 0.3},{1 - i * 0.1}" for i in range(5)]))
+    argv = ["capture", "--model", str(tmp_path / "m.pt"), "--inputs", str(path)]
+    assert main([*argv, "--out", str(tmp_path / "cap")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("note:") == 1 and "look like row ids" in err
+
+
 def test_capture_shape_error_names_the_table_columns(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     torch.save(torch.nn.Sequential(torch.nn.Linear(2, 3)).eval(), tmp_path / "m.pt")

@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -133,9 +134,45 @@ def _model_route(args: argparse.Namespace) -> str:
     return "onnx" if args.model.suffix.lower() == ".onnx" else "torch"
 
 
-def _capture(args: argparse.Namespace, inputs: Any, out: Path) -> tuple[Any, dict[str, Any]]:
-    """Run the model route into ``out``; the Capture and what capture.json says of the model."""
+def _load_model(args: argparse.Namespace) -> tuple[str, Any, dict[str, Any]]:
+    """The route, the loaded model and what capture.json says of it."""
     route = _model_route(args)
+    if route == "onnx":
+        from ..adapters import onnx
+
+        model = onnx.load_model(args.model)
+        return route, model, {"model": str(args.model.resolve()), "model_kind": "onnx"}
+
+    from ..adapters import torch as torch_adapter
+
+    if route == "state-dict":
+        kwargs = torch_adapter.parse_model_kwargs(args.model_kwargs)
+        model, kind = torch_adapter._load(
+            args.state_dict, model_class=args.model_class, model_kwargs=kwargs
+        )
+        return (
+            route,
+            model,
+            {
+                "model": str(args.state_dict.resolve()),
+                "model_kind": kind,
+                "model_class": args.model_class,
+                "model_kwargs": kwargs or {},
+            },
+        )
+    model, kind = torch_adapter._load(args.model)
+    return route, model, {"model": str(args.model.resolve()), "model_kind": kind}
+
+
+def _capture(
+    args: argparse.Namespace, inputs: Any, out: Path, notes: list[warnings.WarningMessage]
+) -> tuple[Any, dict[str, Any]]:
+    """Load the model and run it into ``out``; the Capture and what capture.json says of the
+    model. ``notes`` (what opening the inputs warned) are given once the model has loaded:
+    a run that fails on a missing or broken model reports only that."""
+    route, model, about = _load_model(args)
+    for note in notes:
+        warnings.warn_explicit(note.message, note.category, note.filename, note.lineno)
     options = {
         "layer": args.layer,
         "head": args.head,
@@ -146,25 +183,11 @@ def _capture(args: argparse.Namespace, inputs: Any, out: Path) -> tuple[Any, dic
     if route == "onnx":
         from ..adapters import onnx
 
-        cap = onnx.capture(onnx.load_model(args.model), inputs, **options)
-        return cap, {"model": str(args.model.resolve()), "model_kind": "onnx", "tensor": cap.layer}
+        cap = onnx.capture(model, inputs, **options)
+        return cap, {**about, "tensor": cap.layer}
 
     from ..adapters import torch as torch_adapter
 
-    if route == "state-dict":
-        kwargs = torch_adapter.parse_model_kwargs(args.model_kwargs)
-        model, kind = torch_adapter._load(
-            args.state_dict, model_class=args.model_class, model_kwargs=kwargs
-        )
-        about: dict[str, Any] = {
-            "model": str(args.state_dict.resolve()),
-            "model_kind": kind,
-            "model_class": args.model_class,
-            "model_kwargs": kwargs or {},
-        }
-    else:
-        model, kind = torch_adapter._load(args.model)
-        about = {"model": str(args.model.resolve()), "model_kind": kind}
     return torch_adapter.capture(model, inputs, **options), about
 
 
@@ -196,7 +219,11 @@ def _table_hint(inputs: Any, message: str) -> str:
 
 def cmd_capture(args: argparse.Namespace) -> int:
     _model_route(args)  # argument errors before the inputs are read
-    inputs = open_inputs(args)
+    # the inputs are checked before the model is loaded (quick errors first), but what opening
+    # them warns (e.g. id-like columns) is held until the model has loaded (see _capture)
+    with warnings.catch_warnings(record=True) as notes:
+        warnings.simplefilter("always")
+        inputs = open_inputs(args)
     classes = None if args.classes is None else read_classes(args.classes)
     out: Path = args.out
     if out.exists() and not out.is_dir():
@@ -208,7 +235,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     replacing = False
     try:
         try:
-            cap, about = _capture(args, inputs, stage)
+            cap, about = _capture(args, inputs, stage, notes)
         except LabelwiseError as exc:
             raise LabelwiseError(f"{exc}{_table_hint(inputs, str(exc))}") from exc
         n_out = int(cap.outputs.shape[1])
