@@ -177,6 +177,34 @@ def single_output_message(logits_output: int, returned: str) -> str:
     )
 
 
+def head_outputs(values: Any, rows: int, head: str) -> NDArray[Any]:
+    """One batch of model outputs (NumPy, rows first) as the 2-D array ``head`` stores.
+
+    ``head="raw"``: the outputs flattened to ``(rows, -1)``. ``head="softmax"``: one logit
+    per row (shape ``(rows,)`` or ``(rows, 1)``: a binary classifier) becomes the float64
+    probabilities ``[1 - sigmoid, sigmoid]``; ``(rows, classes)`` scores with at least two
+    classes are returned as they are (:class:`CaptureWriter` decides whether they already are
+    probabilities or are softmaxed); any other shape is an error.
+    """
+    arr = np.asarray(values)
+    if arr.ndim == 0 or arr.shape[0] != rows:
+        raise LabelwiseError(f"the model output has shape {arr.shape}, expected {rows} rows first")
+    if head == "raw":
+        return arr.reshape(rows, -1)
+    if arr.ndim == 1 or (arr.ndim == 2 and arr.shape[1] == 1):
+        # one logit per row: a binary classifier, probabilities [1 - sigmoid, sigmoid]
+        with np.errstate(over="ignore"):  # exp(-x) overflows to inf for x << 0: p = 0
+            p = 1.0 / (1.0 + np.exp(-arr.reshape(rows, 1).astype(np.float64)))
+        return np.concatenate([1.0 - p, p], axis=1)
+    if arr.ndim != 2 or arr.shape[1] < 2:
+        raise LabelwiseError(
+            f"head='softmax' needs model outputs of shape (rows, classes) with at least 2 "
+            f"classes (or one logit per row), got {arr.shape}; use head='raw' for other "
+            "outputs (e.g. a regression)"
+        )
+    return arr
+
+
 # --------------------------------------------------------------------------- rows
 
 

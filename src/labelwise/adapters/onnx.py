@@ -37,6 +37,7 @@ from ._capture import (
     Capture,
     CaptureWriter,
     array_rows,
+    head_outputs,
     model_file,
     pair_roles,
     parse_classes,
@@ -202,7 +203,7 @@ def capture(
                 writer.write(
                     start,
                     _rows_first(feats, rows, f"the captured tensor {graph.label!r}"),
-                    _outputs(outs, rows, head),
+                    head_outputs(outs, rows, head),
                     graph.label,
                 )
                 bar.update(1)
@@ -435,22 +436,3 @@ def _rows_first(values: Any, rows: int, what: str) -> NDArray[Any]:
             "pass another layer"
         )
     return arr.reshape(rows, -1)
-
-
-def _outputs(values: Any, rows: int, head: str) -> NDArray[Any]:
-    arr = np.asarray(values)
-    if arr.ndim == 0 or arr.shape[0] != rows:
-        raise LabelwiseError(f"the model output has shape {arr.shape}, expected {rows} rows first")
-    if head == "raw":
-        return arr.reshape(rows, -1)
-    if arr.ndim == 1 or (arr.ndim == 2 and arr.shape[1] == 1):
-        # one logit per row: a binary classifier, probabilities [1 - sigmoid, sigmoid]
-        p = 1.0 / (1.0 + np.exp(-arr.reshape(rows, 1).astype(np.float64)))
-        return np.concatenate([1.0 - p, p], axis=1)
-    if arr.ndim != 2 or arr.shape[1] < 2:
-        raise LabelwiseError(
-            f"head='softmax' needs model outputs of shape (rows, classes) with at least 2 "
-            f"classes (or one logit per row), got {arr.shape}; use head='raw' for other "
-            "outputs (e.g. a regression)"
-        )
-    return arr

@@ -42,6 +42,7 @@ from ._capture import (
     Capture,
     CaptureWriter,
     array_rows,
+    head_outputs,
     model_file,
     pair_roles,
     parse_classes,
@@ -553,10 +554,8 @@ def capture(
                 done = 0
                 with bar, torch.no_grad():
                     for x in batches():
-                        feats, outs = runner(x.to(target_device))
-                        writer.write(
-                            done, _numpy(feats), _numpy(outs), runner.label, eps=_eps(outs)
-                        )
+                        feats, outs, eps = runner(x.to(target_device))
+                        writer.write(done, feats, outs, runner.label, eps=eps)
                         done += int(x.shape[0])
                         bar.update(1)
             finally:
@@ -578,6 +577,17 @@ def _numpy(values: torch.Tensor) -> np.ndarray:
     import torch
 
     return values.detach().to(device="cpu", dtype=torch.float32).numpy()
+
+
+def _exact_numpy(values: torch.Tensor) -> np.ndarray:
+    """``values`` on the CPU as NumPy, every value kept (bfloat16, which NumPy lacks, as
+    float32)."""
+    import torch
+
+    values = values.detach().to(device="cpu")
+    if values.dtype == torch.bfloat16:
+        values = values.to(dtype=torch.float32)
+    return values.numpy()
 
 
 def _eps(values: torch.Tensor) -> float:
@@ -1044,7 +1054,9 @@ class _Runner:
 
     # one batch -----------------------------------------------------------------------
 
-    def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(self, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(features, outputs, eps)`` of one batch: float32 NumPy arrays, and the machine
+        epsilon of the dtype the model computed its outputs in (see :meth:`CaptureWriter.write`)."""
         if self._mode is None:
             feats, out = self._first(x)
         elif self._mode == "graph":
@@ -1052,7 +1064,9 @@ class _Runner:
         else:
             feats, out = self._forward(x)
         rows = int(x.shape[0])
-        return self._features(feats, rows), self._outputs(out, rows)
+        features = _numpy(self._features(feats, rows))
+        outputs = self._outputs(out, rows)
+        return features, outputs, _eps(out)
 
     def _first(self, x: torch.Tensor) -> tuple[Any, Any]:
         import torch
@@ -1131,7 +1145,7 @@ class _Runner:
             )
         return feats.reshape(rows, -1)
 
-    def _outputs(self, out: Any, rows: int) -> torch.Tensor:
+    def _outputs(self, out: Any, rows: int) -> np.ndarray:
         import torch
 
         if not isinstance(out, torch.Tensor):
@@ -1139,23 +1153,7 @@ class _Runner:
                 f"the model returned a {type(out).__name__}; expected a tensor of outputs or "
                 "a tuple (features, logits)"
             )
-        if out.dim() == 0 or out.shape[0] != rows:
-            raise LabelwiseError(
-                f"the model output has shape {tuple(out.shape)}, expected {rows} rows first"
-            )
-        if self.head == "raw":
-            return out.reshape(rows, -1)
-        if out.dim() == 1 or (out.dim() == 2 and out.shape[1] == 1):
-            # one logit per row: a binary classifier, probabilities [1 - sigmoid, sigmoid]
-            p = torch.sigmoid(out.reshape(rows, 1).to(torch.float64))
-            return torch.cat([1.0 - p, p], dim=1)
-        if out.dim() != 2 or out.shape[1] < 2:
-            raise LabelwiseError(
-                f"head='softmax' needs model outputs of shape (rows, classes) with at least 2 "
-                f"classes (or one logit per row), got {tuple(out.shape)}; use head='raw' for "
-                "other outputs (e.g. a regression)"
-            )
-        return out
+        return head_outputs(_exact_numpy(out), rows, self.head).astype(np.float32)
 
 
 def _expected_input(model: torch.nn.Module) -> str | None:
