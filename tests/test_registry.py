@@ -54,6 +54,49 @@ def test_every_method_selects_extends_and_estimates_or_ranks(name: str) -> None:
         assert ranking.n_labelled == 50
 
 
+#: per method: data without what the method declares it needs, and the words of its
+#: declared ``needs`` that the select function's error must name
+WITHOUT = {
+    "srs": (None, "one row per input"),
+    "css": (LOGITS, "probabilities"),  # logits, not probabilities
+    "ces": (ACT[:, 0], "activations"),  # one value per row, not a layer's activations
+    "sds": (PROBS[:, 0], "predictions"),  # one model's confidences
+    "ddg": (PREDS.argmax(axis=2), "probabilities"),  # class labels of several models
+    "rdg": (PREDS.argmax(axis=2), "probabilities"),
+    "cppi": (PROBS[:, 0], "predictions"),
+}
+
+
+def test_every_method_is_checked_against_its_declared_needs() -> None:
+    assert set(WITHOUT) == set(registry.names())
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_declared_needs_are_what_the_select_function_requires(name: str) -> None:
+    m = registry.get(name)
+    data, named = WITHOUT[name]
+    assert named in m.needs
+    with pytest.raises(lw.LabelwiseError) as caught:
+        m.run(data, 40, rng=1)
+    assert named in str(caught.value)
+    if m.data == "predictions":  # class labels of several models: taken if declared
+        labels = PREDS.argmax(axis=2)
+        if "(M, N) classes" in m.needs:
+            assert m.run(labels, 40, rng=1).budget == 40
+        else:
+            with pytest.raises(lw.LabelwiseError, match="probabilities"):
+                m.run(labels, 40, rng=1)
+
+
+def test_needs_are_declared_on_the_entry_or_follow_the_data_key() -> None:
+    import dataclasses
+
+    srs = registry.get("srs")
+    assert dataclasses.replace(srs, name="x", requires="a count").needs == "a count"
+    assert dataclasses.replace(srs, name="x", data="probs").needs == registry.NEEDS["probs"]
+    assert registry.get("ddg").needs == "predictions of several models: (M, N, C) probabilities"
+
+
 @pytest.mark.parametrize("name", registry.names())
 def test_defaults_come_from_the_signature_and_show_in_select_help(
     name: str, capsys: pytest.CaptureFixture[str]

@@ -70,6 +70,11 @@ class Method:
         with ``selection.indices``); None for ranking methods (``labelwise rank`` ranks
         ``"cppi"`` selections with :meth:`labelwise.RankingCampaign.from_selection`, the
         others with :func:`labelwise.rank_models`).
+    requires:
+        What the select function requires of its data, in words, where it asks more than its
+        data key says (DeepGini reads probabilities, never class labels); ``None``: what
+        ``NEEDS[data]`` says. :attr:`needs` (shown by ``labelwise select --help`` and in its
+        errors) is this text.
     """
 
     name: str
@@ -82,11 +87,12 @@ class Method:
     data_ndim: tuple[int, ...] = ()
     prefixes: bool = True
 
+    requires: str | None = None
+
     @property
     def needs(self) -> str:
-        if self.data == "predictions" and self.data_ndim == (3,):  # DeepGini: probabilities
-            return "predictions of several models: (M, N, C) probabilities"
-        return NEEDS[self.data]
+        """What the method needs, in words: :attr:`requires`, else ``NEEDS[data]``."""
+        return self.requires if self.requires is not None else NEEDS[self.data]
 
     @property
     def params(self) -> dict[str, Param]:
@@ -193,6 +199,7 @@ def _register_builtins() -> None:
             scores, selection.strata, selection.stratum_sizes, confidence=confidence, metric=metric
         )
 
+    probabilities = "predictions of several models: (M, N, C) probabilities"  # DeepGini
     for m in (
         Method(
             "srs",
@@ -239,6 +246,7 @@ def _register_builtins() -> None:
             gini.ddg_select,
             gini._ddg_extend,
             data_ndim=(3,),
+            requires=probabilities,
         ),
         Method(
             "rdg",
@@ -248,6 +256,7 @@ def _register_builtins() -> None:
             gini.rdg_select,
             gini._rdg_extend,
             data_ndim=(3,),
+            requires=probabilities,
         ),
         Method(
             "cppi",
