@@ -90,6 +90,7 @@ from .._validation import (
     check_probability,
     check_rng,
 )
+from ..campaign._estimators import wilson_effective
 from ..exceptions import LabelwiseError
 from ..sampling._common import (
     check_additional,
@@ -476,8 +477,9 @@ class RankingCampaign:
             else:  # never narrower than the design-based PPI interval
                 d_mean, d_cov = post.design
                 d_sd = np.sqrt(np.clip(np.diag(d_cov), 0, None))
-                ci_low = np.minimum(ci_low, d_mean - z * d_sd)
-                ci_high = np.maximum(ci_high, d_mean + z * d_sd)
+                ppi_low, ppi_high = _design_intervals(d_mean, d_sd, self.n_labelled, conf)
+                ci_low = np.minimum(ci_low, np.minimum(ppi_low, d_mean - z * d_sd))
+                ci_high = np.maximum(ci_high, np.maximum(ppi_high, d_mean + z * d_sd))
         lab = self._labelled_correct()
         d_acc = d_se = None
         if self.method == "active" and post.design is not None:
@@ -1006,6 +1008,28 @@ def _prior_precisions(
         c = 1 / (lam * (tau2[sel] + t1_2[sel])) - 1 / (lam * tau2[sel])
         prec[sel] += c[:, None, None] * np.outer(e, e)[None, :, :]
     return prec
+
+
+def _design_intervals(
+    mean: NDArray[np.float64], sd: NDArray[np.float64], n: int, confidence: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-model score interval of the design-based PPI accuracy: Wilson at the effective size.
+
+    ``mean +- z sd`` (Wald) alone undercovered where a model's accuracy is estimated from
+    few labels with a skewed residual: a herd of 10 near-copies (accuracy 0.78) beside 3
+    other models, 35 / 60 labels, 100 campaigns: the reported intervals (the hull of the
+    posterior's and Wald's) covered 0.909 / 0.944. Each model's accuracy is a proportion
+    estimated by a design, so this interval is Wilson's at the Kish effective size
+    ``p (1 - p) / sd^2`` with the t quantile on n - 1 degrees of freedom and the Poisson
+    limits for one or two errors (:func:`labelwise.campaign._estimators.wilson_effective`;
+    Korn & Graubard 1998); the reported interval contains it too: 0.934 / 0.956.
+    """
+    bounds = [
+        wilson_effective(float(m), float(s), max(n - 1, 1), confidence, n)
+        for m, s in zip(mean, sd, strict=True)
+    ]
+    low, high = np.array(bounds).T
+    return np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
 
 
 def _posterior_covs(
