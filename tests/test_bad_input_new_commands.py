@@ -419,3 +419,28 @@ def test_target_labels_for_a_classifier_say_what_to_do(
     capsys.readouterr()
     assert main(["estimate", str(sel), "--labels", str(sel / "t.csv")]) == 2
     assert "give a 'label' column" in capsys.readouterr().err
+
+
+def test_confidences_recorded_at_selection_ask_for_predictions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CSS selection made from (N,) confidences cannot score labels without the predicted
+    classes: the error names the recorded --probs and asks for --predictions (not a
+    --predictions the user never gave, nor a 'target' column)."""
+    gen = np.random.default_rng(3)
+    conf = tmp_path / "conf.npy"
+    np.save(conf, gen.uniform(0.3, 1.0, 60))
+    sel = tmp_path / "sel"
+    assert main(["select", "--method", "css", "--budget", "9", "--probs", str(conf),
+                 "--seed", "0", "--out", str(sel)]) == 0  # fmt: skip
+    rows = proposed(sel)
+    (sel / "labels.csv").write_text("row,label\n" + "".join(f"{r},1\n" for r in rows))
+    capsys.readouterr()
+    err = _run(capsys, ["estimate", str(sel), "--labels", str(sel / "labels.csv")])
+    assert "(N,) confidences" in err and "give --predictions" in err
+    assert "target" not in err
+    assert not (sel / "estimate.json").exists()
+    preds = tmp_path / "preds.npy"
+    np.save(preds, gen.integers(0, 2, 60))
+    assert main(["estimate", str(sel), "--labels", str(sel / "labels.csv"),
+                 "--predictions", str(preds)]) == 0  # fmt: skip

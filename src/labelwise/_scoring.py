@@ -79,6 +79,12 @@ def selection_scores(
     if picked.ndim == 2:
         check_probabilities(picked, flag)
     if picked.ndim == 1 and picked.dtype.kind == "f" and not np.all(picked == np.round(picked)):
+        if predictions is None:  # the selection's --probs were (N,) confidences
+            raise LabelwiseError(
+                f"{flag} are (N,) confidences, which do not say which class the model "
+                "predicted; give --predictions with the model's (N,) predicted classes or "
+                "(N, C) probabilities"
+            )
         raise LabelwiseError(
             "--predictions holds non-integer values; for regression give a 'target' column"
         )
