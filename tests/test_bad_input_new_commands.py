@@ -444,3 +444,35 @@ def test_confidences_recorded_at_selection_ask_for_predictions(
     np.save(preds, gen.integers(0, 2, 60))
     assert main(["estimate", str(sel), "--labels", str(sel / "labels.csv"),
                  "--predictions", str(preds)]) == 0  # fmt: skip
+
+
+def test_a_failed_select_or_campaign_keeps_the_older_class_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--force --classes with an error later (a bad budget, bad strata) left the directory's
+    classes.json replaced under the older selection or campaign (and a lone classes.json in
+    a new directory); the names are now saved with the selection or campaign only."""
+    gen = np.random.default_rng(4)
+    acts = tmp_path / "acts.npy"
+    np.save(acts, gen.normal(size=(60, 4)).astype(np.float32))
+    probs = tmp_path / "probs.npy"
+    np.save(probs, gen.dirichlet(np.ones(3), 60).astype(np.float32))
+    old, new = tmp_path / "old.txt", tmp_path / "new.txt"
+    old.write_text("cat\ndog\nbird\n")
+    new.write_text("x\ny\nz\n")
+    sel, camp = tmp_path / "sel", tmp_path / "camp"
+    select = ["select", "--method", "srs", "--probs", str(probs), "--seed", "0", "--out", str(sel)]
+    start = ["campaign", str(camp), "--activations", str(acts), "--probs", str(probs)]
+    assert main([*select, "--budget", "5", "--classes", str(old)]) == 0
+    assert main([*start, "--classes", str(old)]) == 0
+    before = {d: (d / "classes.json").read_text() for d in (sel, camp)}
+    capsys.readouterr()
+    _run(capsys, [*select, "--budget", "0", "--classes", str(new), "--force"])
+    _run(capsys, [*start, "--classes", str(new), "--force", "--n-strata", "0"])
+    assert {d: (d / "classes.json").read_text() for d in (sel, camp)} == before
+    fresh = tmp_path / "fresh"
+    _run(capsys, ["select", "--method", "srs", "--probs", str(probs), "--budget", "0",
+                  "--classes", str(new), "--out", str(fresh)])  # fmt: skip
+    assert not fresh.exists()
+    assert main([*select, "--budget", "5", "--classes", str(new), "--force"]) == 0
+    assert json.loads((sel / "classes.json").read_text()) == ["x", "y", "z"]

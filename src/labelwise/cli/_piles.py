@@ -167,8 +167,20 @@ def store_classes(
     Unless the workspace is ``fresh`` (just created), a ``DIR/classes.json`` with other names
     is an error: the labels recorded so far were read with those names.
     """
+    names = checked_classes(ws, path, n_classes=n_classes, fresh=fresh)
+    if names is not None:
+        ws.set_classes(names)
+
+
+def checked_classes(
+    ws: Workspace, path: Path | None, *, n_classes: int | None = None, fresh: bool = False
+) -> list[str] | None:
+    """The names of ``--classes FILE``, checked as :func:`store_classes` checks them but not
+    saved (None without ``--classes``): a command that makes a new selection or campaign
+    saves them with it, so an error on the way leaves the directory's classes.json as it was.
+    """
     if path is None:
-        return
+        return None
     names = read_classes(path)
     if n_classes is not None and len(names) != n_classes:
         raise LabelwiseError(
@@ -183,4 +195,4 @@ def store_classes(
                 f"--classes: {own} already names other classes ({', '.join(before[:5])}"
                 f"{', ...' if len(before) > 5 else ''}); delete it to change them"
             )
-    ws.set_classes(names)
+    return names

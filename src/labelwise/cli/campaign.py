@@ -32,7 +32,7 @@ from ..exceptions import LabelwiseError
 from ..io import file_digest, load_array
 from ..workspace import CAMPAIGN, CAMPAIGN_ARRAYS, Workspace, load_campaign
 from ._common import check_probabilities, fresh_seed
-from ._piles import CLASSES_HELP, store_classes
+from ._piles import CLASSES_HELP, checked_classes, store_classes
 
 STATE_FILE = f"{CAMPAIGN}.state.json"
 
@@ -141,7 +141,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         _check_streamed(preds, "--predictions", ndim=(1, 2))
         _same_rows(preds, n, "--predictions")
     n_classes = None if probs is None else int(probs.shape[1])
-    store_classes(ws, args.classes, n_classes=n_classes, fresh=True)
+    names = checked_classes(ws, args.classes, n_classes=n_classes, fresh=True)
     for flag, value in (
         ("--n-strata", args.n_strata),
         ("--min-stratum-size", args.min_stratum_size),
@@ -160,6 +160,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     ws.write_state(CAMPAIGN_ARRAYS, camp.to_arrays())  # strata and features: computed once
     state.save()
     ws.write_to_label(np.zeros(0, dtype=np.int64))
+    if names is not None:  # only now: a failed start leaves an older campaign's names
+        ws.set_classes(names)
     resolved = "" if camp.method == args.method else f" ({args.method})"
     strata = np.bincount(np.asarray(camp.strata))
     print(
