@@ -108,7 +108,8 @@ def report_data(
         else:
             data = _selection_data(d, labels, predictions, confidence)
     data.notes += list(dict.fromkeys(str(w.message) for w in caught))
-    data.ranking = _ranking(d)
+    if held == "campaign":
+        data.ranking = _ranking(d)
     return data
 
 
@@ -219,7 +220,22 @@ def _selection_data(
             return estimate_selection(_prefix(sel, k), scores[:k], confidence=conf, metric=metric)
 
         history = _history(sel.budget, at)
-    elif not (d / RANKING).is_file():
+    ranking, current = ws.ranking(sel, values) if kind == "label" else (None, False)
+    notes: list[str] = []
+    if ranking is not None and not current:
+        stale = (
+            f"{d / RANKING} was made from other labelled rows or labels than the selection's "
+            f"{sel.budget} rows with {path} (the selection was extended or made again since, "
+            "or the labels changed)"
+        )
+        if est is None:
+            raise LabelwiseError(
+                f"DIR {d}: {stale}; run 'labelwise rank {d} --labels {path}' again, then the "
+                "report shows its ranking"
+            )
+        notes.append(f"{stale}, so it is not shown; run 'labelwise rank' again to show it")
+        ranking = None
+    if est is None and ranking is None:
         raise LabelwiseError(
             f"DIR {d}: a {sel.method} selection ranks models and has no accuracy estimate; "
             f"run 'labelwise rank {d} --labels {path}' first, then the report shows its ranking"
@@ -259,10 +275,11 @@ def _selection_data(
         history=history,
         history_order="selection order",
         per_class=per_class,
-        ranking=None,
+        ranking=ranking,
         method=method,
         sources=ws.sources,
         labels_file={"path": str(path.resolve()), "sha256": file_digest(path)},
+        notes=notes,
         class_names=names,
         labelled=_labelled(sel.indices, values, pred, kind, names, ws.row_ids()),
     )

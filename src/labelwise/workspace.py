@@ -10,7 +10,7 @@ Layout (every file written atomically)::
                          class index and its name; a labeller's file can live anywhere; it may
                          name rows by id and classes by name, see :meth:`read_label_file`)
     DIR/estimate.json    the last estimate
-    DIR/ranking.json     the last ranking
+    DIR/ranking.json     the last ranking, with a fingerprint of the rows and labels it used
     DIR/<name>.state.json / <name>.state.npz   other state, e.g. a sequential campaign's
     DIR/campaign.state.json   a sequential campaign (``labelwise campaign``): its sources, its
                          state (:meth:`labelwise.Campaign.to_dict`) and the labels recorded
@@ -33,6 +33,7 @@ The CLI, the demo and (later) campaigns all read and write a selection through
 
 from __future__ import annotations
 
+import hashlib
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -350,9 +351,32 @@ class Workspace:
         write_json(self.path / ESTIMATE, doc)
         return self.path / ESTIMATE
 
-    def write_ranking(self, doc: dict[str, Any]) -> Path:
-        write_json(self.path / RANKING, doc)
+    def write_ranking(self, doc: dict[str, Any], sel: Selection, labels: NDArray[Any]) -> Path:
+        """``ranking.json``: ``doc`` and the fingerprint of the labelled rows it was made from
+        (:func:`labels_fingerprint`), so a later report can tell it from a stale one."""
+        write_json(self.path / RANKING, {**doc, "labelled": labels_fingerprint(sel, labels)})
         return self.path / RANKING
+
+    def ranking(self, sel: Selection, labels: NDArray[Any]) -> tuple[dict[str, Any] | None, bool]:
+        """The ``"ranking"`` of ``ranking.json`` (None if there is none) and whether it was made
+        from exactly these labelled rows: ``sel``'s rows with ``labels`` (selection order).
+
+        A ranking from before the selection was extended or made again (``--force``), or
+        from other labels, is stale. A file without a fingerprint (older versions) counts as
+        current when its method and its number of labelled rows match.
+        """
+        p = self.path / RANKING
+        if not p.is_file():
+            return None, False
+        doc = read_json(p, str(p))
+        r = doc.get("ranking") if isinstance(doc, dict) else None
+        if not isinstance(r, dict):
+            return None, False
+        if "labelled" in doc:
+            current = doc["labelled"] == labels_fingerprint(sel, labels)
+        else:
+            current = doc.get("method") == sel.method and r.get("n_labelled") == sel.budget
+        return dict(r), current
 
     # -------------------------------------------------------------------------- state
 
@@ -396,6 +420,15 @@ class Workspace:
         if js.is_file():
             return read_json(js, f"state {name!r}")
         return None
+
+
+def labels_fingerprint(sel: Selection, labels: NDArray[Any]) -> str:
+    """sha256 of a selection's method, rows and their labels (selection order): what a
+    ranking was made from."""
+    h = hashlib.sha256(sel.method.encode())
+    h.update(np.ascontiguousarray(sel.indices, dtype=np.int64).tobytes())
+    h.update(np.ascontiguousarray(labels, dtype=np.int64).tobytes())
+    return h.hexdigest()
 
 
 def load_campaign(directory: str | Path) -> tuple[Workspace, Any, dict[str, Any]]:

@@ -119,7 +119,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
             prob_best=True,
             rng=args.seed,
         )
-    ws.write_ranking({"ranking": ranking.to_dict(), "method": sel.method})
+    ws.write_ranking({"ranking": ranking.to_dict(), "method": sel.method}, sel, labels)
     print(format_ranking(ranking, sel))
     return 0
 
