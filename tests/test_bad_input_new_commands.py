@@ -476,3 +476,30 @@ def test_a_failed_select_or_campaign_keeps_the_older_class_names(
     assert not fresh.exists()
     assert main([*select, "--budget", "5", "--classes", str(new), "--force"]) == 0
     assert json.loads((sel / "classes.json").read_text()) == ["x", "y", "z"]
+
+
+def test_ctrl_c_ends_with_one_line_and_keeps_the_older_selection(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C during a long select (CES on a large pile) printed a Python traceback; it now
+    ends with one line and exit 130, and the selection it would have replaced is intact."""
+    from labelwise import registry
+
+    gen = np.random.default_rng(5)
+    acts = tmp_path / "acts.npy"
+    np.save(acts, gen.normal(size=(80, 4)).astype(np.float32))
+    sel = tmp_path / "sel"
+    argv = ["select", "--method", "ces", "--budget", "10", "--activations", str(acts),
+            "--out", str(sel)]  # fmt: skip
+    assert main([*argv, "--seed", "0"]) == 0
+    before = {p.name: p.read_bytes() for p in sel.iterdir()}
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(registry.Method, "run", interrupted)
+    capsys.readouterr()
+    assert main([*argv, "--seed", "1", "--force"]) == 130
+    err = capsys.readouterr().err
+    assert err == "labelwise: interrupted; no file was left half-written\n"
+    assert {p.name: p.read_bytes() for p in sel.iterdir()} == before

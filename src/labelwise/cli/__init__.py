@@ -97,6 +97,9 @@ def _main(argv: Sequence[str] | None) -> int:
             code = 2
         except BrokenPipeError:
             raise  # the reader left (| head): main ends quietly
+        except KeyboardInterrupt:  # Ctrl-C: every file is written atomically, no traceback
+            print("labelwise: interrupted; no file was left half-written", file=sys.stderr)
+            code = 130
         except OSError as exc:  # a path the system refuses: too long, under a file, no right
             what = exc.strerror or type(exc).__name__
             where = f": {exc.filename}" if exc.filename else ""
