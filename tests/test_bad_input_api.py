@@ -166,3 +166,23 @@ def test_ranking_campaign_takes_a_mapping_of_models() -> None:
     probs["mid"] = probs["mid"][:10]
     with pytest.raises(lw.LabelwiseError, match="shapes differ"):
         lw.RankingCampaign(by_name, probabilities=probs)
+
+
+def test_accuracy_needs_scores_in_0_1() -> None:
+    """metric="accuracy" with scores outside [0, 1] (e.g. labels passed as scores) gave an
+    "accuracy" of 1.27 with an interval up to 1.66; it is now refused, by every estimator."""
+    sel = lw.srs_select(100, 20, rng=0)
+    scores = np.tile([0.0, 2.0], 10)
+    with pytest.raises(lw.LabelwiseError, match=r"metric 'accuracy' needs scores in \[0, 1\]"):
+        lw.estimate(sel, scores, metric="accuracy")
+    with pytest.raises(lw.LabelwiseError, match="needs scores in"):
+        lw.srs_estimate(scores - 1, metric="accuracy")
+    with pytest.raises(lw.LabelwiseError, match="needs scores in"):
+        lw.ces_estimate(scores, metric="accuracy")
+    with pytest.raises(lw.LabelwiseError, match="needs scores in"):
+        lw.stratified_estimate(scores, np.zeros(20, int), [100], metric="accuracy")
+    with pytest.raises(lw.LabelwiseError, match="metric must be a string"):
+        lw.estimate(sel, scores / 2, metric=1)  # type: ignore[arg-type]
+    est = lw.estimate(sel, scores, metric="score")  # other scores: any name
+    assert est.value == 1.0 and est.metric == "score"
+    assert lw.estimate(sel, scores / 2, metric="accuracy").value == 0.5

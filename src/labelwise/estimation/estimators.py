@@ -66,6 +66,7 @@ def srs_estimate(
     SE is taken from the Wilson interval (half-width / z), which stays positive.
     """
     y = check_scores(scores)
+    _check_metric(metric, y)
     conf = check_confidence(confidence)
     n = y.size
     n_pop = _check_population(population_size, n)
@@ -90,6 +91,7 @@ def ces_estimate(
     ``tests/test_statistics.py`` measure its coverage by simulation (see README).
     """
     y = check_scores(scores)
+    _check_metric(metric, y)
     conf = check_confidence(confidence)
     n_pop = _check_population(population_size, y.size)
     return _mean_estimate(y, n_pop, conf, method="ces", metric=metric)
@@ -126,6 +128,7 @@ def stratified_estimate(
     stratum with N_h > 0 must have at least one label.
     """
     y = check_scores(scores)
+    _check_metric(metric, y)
     conf = check_confidence(confidence)
     st = np.asarray(strata)
     if st.shape != y.shape or st.dtype.kind not in "iu":
@@ -356,6 +359,19 @@ def _mean_estimate(
 def _warn(msg: str) -> str:
     warnings.warn(msg, DegenerateDataWarning, stacklevel=4)
     return msg
+
+
+def _check_metric(metric: Any, y: NDArray[np.float64]) -> None:
+    """``metric`` names the scores (None: named from them); ``"accuracy"`` needs scores in
+    [0, 1] (1 correct, 0 wrong), else the estimate and its interval leave [0, 1]."""
+    if metric is not None and not isinstance(metric, str):
+        raise LabelwiseError(f"metric must be a string or None, got {metric!r}")
+    if metric == "accuracy" and not bool(np.all((y >= 0) & (y <= 1))):
+        raise LabelwiseError(
+            f"metric 'accuracy' needs scores in [0, 1] (1 = correct, 0 = wrong), got values "
+            f"in [{y.min():g}, {y.max():g}]; score the labels with labelwise.correctness, or "
+            "leave metric out (a mean score)"
+        )
 
 
 def _metric(metric: str | None, binary: bool) -> str:
