@@ -186,3 +186,16 @@ def test_accuracy_needs_scores_in_0_1() -> None:
     est = lw.estimate(sel, scores, metric="score")  # other scores: any name
     assert est.value == 1.0 and est.metric == "score"
     assert lw.estimate(sel, scores / 2, metric="accuracy").value == 0.5
+
+
+def test_rank_models_needs_distinct_names() -> None:
+    """rank_models took model_names ["a", "a"] (the CLI's --names refused them): its table
+    and JSON then named two models alike; it now refuses repeated or empty names."""
+    pred = np.array([[0, 1, 1, 0], [0, 0, 1, 1]])
+    labels = np.array([0, 1, 1, 1])
+    for names in (["a", "a"], ["a", " "]):
+        with pytest.raises(lw.LabelwiseError, match="2 distinct, non-empty names"):
+            lw.rank_models(pred, labels, model_names=names, rng=0)
+    with pytest.raises(lw.LabelwiseError, match="must name all 2 models, got 1"):
+        lw.rank_models(pred, labels, model_names=["a"], rng=0)
+    assert lw.rank_models(pred, labels, model_names=["a", "b"], rng=0).model_names == ("a", "b")

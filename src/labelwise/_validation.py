@@ -51,6 +51,20 @@ def check_budget(
     return budget
 
 
+def check_model_names(
+    names: Sequence[Any], n_models: int, name: str = "model_names"
+) -> tuple[str, ...]:
+    """One distinct, non-empty name per model (a ranking names its models by them)."""
+    out = tuple(str(n) for n in names)
+    if len(out) != n_models:
+        raise LabelwiseError(f"{name} must name all {n_models} models, got {len(out)}")
+    if not all(n.strip() for n in out) or len(set(out)) != len(out):
+        raise LabelwiseError(
+            f"{name} must be {n_models} distinct, non-empty names, got {', '.join(out)!r}"
+        )
+    return out
+
+
 def check_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
     """An integer (not a bool) in ``[minimum, maximum]`` (``maximum=None``: unbounded)."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer):

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._results import Selection
+from .._validation import check_model_names
 from ..estimation import rank_models
 from ..exceptions import LabelwiseError
 from ..io import load_array
@@ -87,13 +88,10 @@ def cmd_rank(args: argparse.Namespace) -> int:
         )
     # Ranking reads every model's prediction at every selected row (and cppi all rows):
     # the (M, N) predictions are loaded whole below (np.asarray), a zarr store included.
-    names = None if args.names is None else [n.strip() for n in args.names.split(",")]
-    if names is not None and len(names) != preds.shape[0]:
-        raise LabelwiseError(f"--names must name all {preds.shape[0]} models, got {len(names)}")
-    if names is not None and (not all(names) or len(set(names)) != len(names)):
-        raise LabelwiseError(
-            f"--names must be {preds.shape[0]} distinct, non-empty names, got {args.names!r}"
-        )
+    names = None
+    if args.names is not None:
+        given = [n.strip() for n in args.names.split(",")]
+        names = list(check_model_names(given, preds.shape[0], "--names"))
     if not 0 < args.rank_level < 1:
         raise LabelwiseError(f"--rank-level must be in (0, 1), got {args.rank_level}")
     if sel.method == "cppi":

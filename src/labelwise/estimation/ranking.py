@@ -20,6 +20,7 @@ from .._validation import (
     check_confidence,
     check_finite_array,
     check_int,
+    check_model_names,
     check_model_predictions,
     check_rng,
 )
@@ -211,9 +212,4 @@ def _check_rows(rows: Any, n_pop: int) -> NDArray[np.int64]:
 def _check_names(model_names: Sequence[str] | None, n_models: int) -> tuple[str, ...]:
     if model_names is None:
         return tuple(f"M{i + 1}" for i in range(n_models))
-    names = tuple(str(n) for n in model_names)
-    if len(names) != n_models:
-        raise LabelwiseError(
-            f"model_names must have one name per model ({n_models}), got {len(names)}"
-        )
-    return names
+    return check_model_names(model_names, n_models)
