@@ -273,6 +273,33 @@ def test_until_halfwidth_says_whether_to_stop(pile: dict, capsys: pytest.Capture
     assert _state(a) == before
 
 
+def test_until_halfwidth_stops_when_the_whole_pile_is_labelled(
+    pile: dict, capsys: pytest.CaptureFixture
+) -> None:
+    """With every row of the pile labelled, --until-halfwidth still said "CONTINUE: ...
+    label more (labelwise next DIR)", which then refuses (no row left); it now says STOP."""
+    small = pile["dir"] / "small"
+    small.mkdir()
+    np.save(small / "acts.npy", pile["acts"][:40])
+    np.save(small / "probs.npy", pile["probs"][:40])
+    d = small / "camp"
+    start = ["campaign", d, "--activations", small / "acts.npy", "--probs",
+             small / "probs.npy", "--seed", "0"]  # fmt: skip
+    assert _run(start, capsys)[0] == 0
+    assert _run(["next", d, "--batch", 40], capsys)[0] == 0
+    rows = [r["row"] for r in _to_label(d)]
+    labels = _write_labels(small / "l.csv", rows, [int(pile["y"][r]) for r in rows])
+    code, out, err = _run(["estimate", d, "--labels", labels, "--until-halfwidth", 0.01], capsys)
+    assert code == 0, err
+    assert "STOP: every row of the pile is labelled" in out and "CONTINUE" not in out
+    code, out, _ = _run(
+        ["estimate", d, "--labels", labels, "--until-halfwidth", 0.01, "--json"], capsys
+    )
+    doc = json.loads(out)["anytime"]
+    assert doc["stop"] is True and doc["whole_pile"] is True
+    assert _run(["next", d], capsys)[0] == 2  # indeed nothing left to propose
+
+
 def test_regression_campaign_scores_targets(
     pile: dict, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

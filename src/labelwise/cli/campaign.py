@@ -300,12 +300,15 @@ def record_and_estimate(
     doc: dict[str, Any] = est.to_dict()
     if anytime is not None:
         half = (anytime.ci_high - anytime.ci_low) / 2
+        # every row labelled: nothing is left to label ('next' would refuse), so stop
+        whole = camp.n_recorded == camp.population_size
         doc["anytime"] = {
             "ci_low": anytime.ci_low,
             "ci_high": anytime.ci_high,
             "halfwidth": half,
             "until_halfwidth": h,
-            "stop": bool(half <= h),
+            "stop": bool(half <= h or whole),
+            "whole_pile": bool(whole),
             "interval": anytime.interval,
         }
     if est.metric == "1-MSE":
@@ -457,12 +460,16 @@ def format_campaign_estimate(est: Estimate, doc: dict[str, Any], st: CampaignSta
     any_ = doc.get("anytime")
     if any_ is not None:
         pct = f"{est.confidence * 100:g}%"
-        verdict = (
-            f"STOP: the half-width {any_['halfwidth']:.4f} is at most {any_['until_halfwidth']:g}"
-            if any_["stop"]
-            else f"CONTINUE: the half-width {any_['halfwidth']:.4f} is above "
-            f"{any_['until_halfwidth']:g}; label more (labelwise next {st.ws.path})"
-        )
+        half, until = f"{any_['halfwidth']:.4f}", f"{any_['until_halfwidth']:g}"
+        if any_.get("whole_pile"):
+            verdict = "STOP: every row of the pile is labelled, nothing is left to label"
+        elif any_["stop"]:
+            verdict = f"STOP: the half-width {half} is at most {until}"
+        else:
+            verdict = (
+                f"CONTINUE: the half-width {half} is above {until}; label more "
+                f"(labelwise next {st.ws.path})"
+            )
         lines += [
             "",
             f"  anytime-valid {pct} interval [{any_['ci_low']:.4f}, {any_['ci_high']:.4f}] "
