@@ -503,3 +503,45 @@ def test_ctrl_c_ends_with_one_line_and_keeps_the_older_selection(
     err = capsys.readouterr().err
     assert err == "labelwise: interrupted; no file was left half-written\n"
     assert {p.name: p.read_bytes() for p in sel.iterdir()} == before
+
+
+def test_estimate_or_rank_that_fails_writes_no_class_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """estimate/rank --classes with names the labels do not use failed, but left those
+    names in DIR/classes.json, so every later command (report, estimate without --classes)
+    read the labels with them and failed too; the names are now saved only with a result."""
+    gen = np.random.default_rng(6)
+    acts = tmp_path / "acts.npy"
+    np.save(acts, gen.normal(size=(60, 4)).astype(np.float32))
+    probs = tmp_path / "probs.npy"
+    np.save(probs, gen.dirichlet(np.ones(3), 60).astype(np.float32))
+    preds = tmp_path / "preds.npy"
+    np.save(preds, gen.integers(0, 3, (3, 60)))
+    good, wrong = tmp_path / "good.txt", tmp_path / "wrong.txt"
+    good.write_text("cat\ndog\nbird\n")
+    wrong.write_text("x\ny\nz\n")
+    names = ["cat", "dog", "bird"]
+
+    def labelled(d: Path) -> Path:
+        rows = proposed(d)
+        text = "".join(f"{r},{names[r % 3]}\n" for r in rows)
+        (d / "l.csv").write_text("row,label\n" + text)
+        return d / "l.csv"
+
+    sel, rk, camp = tmp_path / "sel", tmp_path / "rk", tmp_path / "camp"
+    assert main(["select", "--method", "srs", "--budget", "6", "--probs", str(probs),
+                 "--seed", "0", "--out", str(sel)]) == 0  # fmt: skip
+    assert main(["select", "--method", "sds", "--budget", "6", "--predictions", str(preds),
+                 "--seed", "0", "--out", str(rk)]) == 0  # fmt: skip
+    assert main(["campaign", str(camp), "--activations", str(acts), "--probs", str(probs),
+                 "--seed", "0"]) == 0  # fmt: skip
+    assert main(["next", str(camp), "--batch", "6"]) == 0
+    capsys.readouterr()
+    for argv in (["estimate", sel], ["rank", rk], ["estimate", camp]):
+        d = argv[1]
+        run = [*map(str, argv), "--labels", str(labelled(d)), "--classes"]
+        assert "is not a class name" in _run(capsys, [*run, str(wrong)])
+        assert not (d / "classes.json").exists()
+        assert main([*run, str(good)]) == 0
+        assert json.loads((d / "classes.json").read_text()) == names

@@ -87,6 +87,7 @@ class Workspace:
         self.sources: dict[str, Any] = {}
         self.seed: Any = None
         self._loaded: dict[str, Any] = {}  # sources read and digest-checked (memmap, zarr)
+        self._held_classes: tuple[str, ...] | None = None  # see hold_classes
         self.kind = "selection"
 
     # ---------------------------------------------------------------------- creating
@@ -232,7 +233,10 @@ class Workspace:
         return (cap / IDS).read_text(encoding="utf-8").splitlines()
 
     def classes(self) -> tuple[str, ...] | None:
-        """Class names (index = class): ``DIR/classes.json``, else the capture's, else None."""
+        """Class names (index = class): those held by :meth:`hold_classes`, else
+        ``DIR/classes.json``, else the capture's, else None."""
+        if self._held_classes is not None:
+            return self._held_classes
         for where in (self.path, self.capture_dir()):
             if where is not None and (where / CLASSES).is_file():
                 names = read_json(where / CLASSES, f"{where / CLASSES}")
@@ -245,7 +249,18 @@ class Workspace:
         """Write ``DIR/classes.json``."""
         self.path.mkdir(parents=True, exist_ok=True)
         write_json(self.path / CLASSES, list(names))
+        self._held_classes = None
         return self.path / CLASSES
+
+    def hold_classes(self, names: list[str] | tuple[str, ...]) -> None:
+        """Use ``names`` as the class names (labels are read with them) but write
+        ``DIR/classes.json`` only with this command's result (selection, estimate, ranking):
+        a command that fails leaves the directory's names as they were."""
+        self._held_classes = tuple(names)
+
+    def _save_held_classes(self) -> None:
+        if self._held_classes is not None:
+            self.set_classes(self._held_classes)
 
     # --------------------------------------------------------------------- selection
 
@@ -261,6 +276,7 @@ class Workspace:
                 "selection": sel.to_dict(),
             },
         )
+        self._save_held_classes()
 
     def write_to_label(self, rows: NDArray[Any], *, new_from: int = 0) -> Path:
         """``to_label.csv``: order,row,new; rows from position ``new_from`` on have new = 1.
@@ -349,12 +365,14 @@ class Workspace:
 
     def write_estimate(self, doc: dict[str, Any]) -> Path:
         write_json(self.path / ESTIMATE, doc)
+        self._save_held_classes()
         return self.path / ESTIMATE
 
     def write_ranking(self, doc: dict[str, Any], sel: Selection, labels: NDArray[Any]) -> Path:
         """``ranking.json``: ``doc`` and the fingerprint of the labelled rows it was made from
         (:func:`labels_fingerprint`), so a later report can tell it from a stale one."""
         write_json(self.path / RANKING, {**doc, "labelled": labels_fingerprint(sel, labels)})
+        self._save_held_classes()
         return self.path / RANKING
 
     def ranking(self, sel: Selection, labels: NDArray[Any]) -> tuple[dict[str, Any] | None, bool]:

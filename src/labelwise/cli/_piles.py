@@ -162,14 +162,16 @@ def read_classes(path: Path) -> list[str]:
 def store_classes(
     ws: Workspace, path: Path | None, *, n_classes: int | None = None, fresh: bool = False
 ) -> None:
-    """``--classes FILE`` saved as ``DIR/classes.json`` (checked against ``n_classes``).
+    """``--classes FILE`` (checked against ``n_classes``) held by the workspace: labels are
+    read with these names, and ``DIR/classes.json`` is written with the command's result
+    (:meth:`Workspace.hold_classes`), so a command that fails leaves it as it was.
 
     Unless the workspace is ``fresh`` (just created), a ``DIR/classes.json`` with other names
     is an error: the labels recorded so far were read with those names.
     """
     names = checked_classes(ws, path, n_classes=n_classes, fresh=fresh)
     if names is not None:
-        ws.set_classes(names)
+        ws.hold_classes(names)
 
 
 def checked_classes(

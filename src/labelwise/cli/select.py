@@ -19,7 +19,7 @@ from ..exceptions import LabelwiseError
 from ..sampling import extend
 from ..workspace import Workspace
 from ._common import check_probabilities, fresh_seed
-from ._piles import CLASSES_HELP, checked_classes, store_classes
+from ._piles import CLASSES_HELP, store_classes
 
 #: CLI flag of each data key (see registry.NEEDS).
 DATA_FLAGS = {"activations": "--activations", "probs": "--probs", "predictions": "--predictions"}
@@ -156,11 +156,9 @@ def cmd_select(args: argparse.Namespace) -> int:
             "of the arrays given; leave it out (it is for SRS without any array)"
         )
     data = _data(method, arrays, rows, args.population_size)
-    names = checked_classes(ws, args.classes, n_classes=_n_classes(arrays), fresh=True)
+    store_classes(ws, args.classes, n_classes=_n_classes(arrays), fresh=True)
     sel = method.run(data, args.budget, rng=ws.seed, progress=True, **params)
-    ws.write_selection(sel)
-    if names is not None:  # only now: a failed run leaves an older selection's names
-        ws.set_classes(names)
+    ws.write_selection(sel)  # with the classes: a failed run leaves an older selection's names
     _print_selection(sel, ws, new_from=0)
     return 0
 
