@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from labelwise.cli import main
+from labelwise.exceptions import LabelwiseError
 from labelwise.quality.report import plot_quality, quality_report
 
 
@@ -77,6 +78,38 @@ def test_quality_command_from_features(tmp_path: Path, capsys: pytest.CaptureFix
     args[args.index(str(tmp_path / "l.npy"))] = str(tmp_path / "bad.npy")
     assert main(args) == 2
     assert "labelwise: error" in capsys.readouterr().err
+
+
+def test_probabilities_that_are_not_a_class_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """(M,) confidences as --test-probs ended in an IndexError traceback (the class count
+    was read from a second axis before any check), and too few columns in an error about
+    an 'n_classes' the user never gave; both are now checked first."""
+    pytest.importorskip("sklearn")
+    xtr, ytr = blobs(200, 0)
+    xte, yte = blobs(100, 1)
+    p = probs_of(xte)
+    for bad, says in (
+        (p.max(axis=1), "probabilities must be 2-D"),
+        (0.5, "probabilities must be 2-D"),
+        (p[:, :1], "at least 2 columns"),
+    ):
+        with pytest.raises(LabelwiseError, match=says):
+            quality_report(xtr, ytr, xte, yte, bad)
+    with pytest.raises(LabelwiseError, match=r"number of probability columns \(2\), got 2"):
+        quality_report(xtr, ytr, xte, np.where(yte == 1, 2, 0), p)
+    for name, arr in {"tf": xtr, "tl": ytr, "f": xte, "l": yte, "p": p.max(axis=1)}.items():
+        np.save(tmp_path / f"{name}.npy", arr)
+    argv = ["quality", "--train-features", "tf", "--train-labels", "tl", "--test-features",
+            "f", "--test-labels", "l", "--test-probs", "p", "--out", "out"]  # fmt: skip
+    argv = [a if a.startswith("-") or a == "quality" else str(tmp_path / f"{a}.npy") for a in argv]
+    argv[-1] = str(tmp_path / "out")
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "labelwise: error: probabilities must be 2-D" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
 
 
 def test_quality_study_on_digits() -> None:

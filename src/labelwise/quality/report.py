@@ -20,6 +20,7 @@ from .._plotting import pyplot, save_figure
 from ..exceptions import DegenerateDataWarning
 from .adequacy import ActivationProfile, kmnc, nbc, neuron_coverage, snac, tknc
 from .feature_space import (
+    _check_probabilities,
     boundary_conditioning,
     centroid_positioning,
     covariate_shift,
@@ -106,7 +107,8 @@ def quality_report(
     test (:func:`~labelwise.quality.shift.mmd_shift`, level ``shift_level``), whose p-value
     separates clean from shifted test sets.
     """
-    n_classes = int(np.asarray(test_probabilities).shape[1])
+    # (M, C) softmax rows with every test label < C, checked before C is read from them
+    n_classes = _check_probabilities(test_probabilities, test_labels)[4]
     ep = equivalence_partitioning(test_labels, n_classes)
     cp = centroid_positioning(
         train_features, train_labels, test_features, test_labels, radius=radius
