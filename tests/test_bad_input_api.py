@@ -101,6 +101,24 @@ def test_cppi_extend_needs_the_same_predictions() -> None:
     assert lw.extend(sel, pred, 10).budget == 30
 
 
+def test_ces_extend_needs_the_same_activations() -> None:
+    """Extending a CES selection with other data of as many rows (the probabilities, another
+    layer) went on silently against another pile's sections; it is now refused, while the
+    same activations in another dtype still extend."""
+    rng = np.random.default_rng(0)
+    acts = rng.normal(size=(200, 6)).astype(np.float32)
+    sel = lw.ces_select(acts, 20, rng=0)
+    other = rng.dirichlet(np.ones(3), 200)
+    for wrong in (other, acts[::-1].copy(), acts[:, :5]):
+        with pytest.raises(lw.LabelwiseError, match="the ones the selection was made from"):
+            lw.extend(sel, wrong, 5)
+    assert lw.extend(sel, acts.astype(np.float64), 5).budget == 25
+    old = lw.Selection.from_dict(
+        {**sel.to_dict(), "diagnostics": {"objective_trace": [], "ignored_constant_neurons": 0}}
+    )
+    assert lw.extend(old, acts, 5).budget == 25  # older selections carry no fingerprint
+
+
 def test_ces_range_beyond_float64_is_a_constant_neuron_with_its_warning() -> None:
     a = np.random.default_rng(0).normal(size=(60, 3))
     a[0, 0], a[1, 0] = 1.7e308, -1.7e308

@@ -29,6 +29,7 @@ memory-mapped pile needs memory only for its blocks and the (K, m) tables.
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -146,7 +147,11 @@ def ces_select(
         population_size=state.n_rows,
         params=params,
         rng_state=generator_state(gen),
-        diagnostics={"objective_trace": trace, "ignored_constant_neurons": state.n_constant},
+        diagnostics={
+            "objective_trace": trace,
+            "ignored_constant_neurons": state.n_constant,
+            "pile_sections": state.fingerprint(indices),
+        },
     )
 
 
@@ -296,6 +301,17 @@ class CESState:
     @property
     def n_neurons(self) -> int:
         return int(self.cols.size)
+
+    def fingerprint(self, rows: NDArray[np.int64]) -> str:
+        """sha256 of the pile's neurons, section bounds and section counts (P_S) and of the
+        sections of ``rows`` (the selection): what an extension must see again to continue
+        the same selection (the rows' sections tell a reordered pile)."""
+        h = hashlib.sha256(np.asarray([self.n_rows, self._lo_all.size], np.int64).tobytes())
+        for part in (self._lo_all, self._scale_all, self.p_s):
+            h.update(np.ascontiguousarray(part, dtype=np.float64).tobytes())
+        r = np.asarray(rows, dtype=np.int64)
+        h.update(np.ascontiguousarray(self._candidate_codes(r)[:, : r.size]).tobytes())
+        return h.hexdigest()
 
     def _candidate_codes(self, rows: NDArray[np.int64]) -> NDArray[np.uint8]:
         """Codes (n_neurons, >= len(rows)) of the given rows (any order, repeats allowed),
@@ -482,6 +498,12 @@ def _ces_extend(selection: Selection, data: Any, additional: int, rng: RNGLike) 
             data, n_sections=p["n_sections"], objective=p["objective"], epsilon=p["epsilon"]
         )
     check_same_population(selection, state.n_rows)
+    recorded = selection.diagnostics.get("pile_sections")  # absent: made by an older version
+    if recorded is not None and recorded != state.fingerprint(selection.indices):
+        raise LabelwiseError(
+            "activations must be the ones the selection was made from (their neurons, ranges "
+            "or section counts differ)"
+        )
     additional = check_additional(selection, additional)
     gen = generator_for_extension(selection.rng_state, rng)
     indices, trace = _run(
@@ -497,6 +519,7 @@ def _ces_extend(selection: Selection, data: Any, additional: int, rng: RNGLike) 
         diagnostics={
             "objective_trace": old + trace[1:],
             "ignored_constant_neurons": state.n_constant,
+            "pile_sections": state.fingerprint(indices),
         },
     )
 
