@@ -217,3 +217,19 @@ def test_rank_models_needs_distinct_names() -> None:
     with pytest.raises(lw.LabelwiseError, match="must name all 2 models, got 1"):
         lw.rank_models(pred, labels, model_names=["a"], rng=0)
     assert lw.rank_models(pred, labels, model_names=["a", "b"], rng=0).model_names == ("a", "b")
+
+
+def test_regression_targets_too_large_to_square_say_rescale() -> None:
+    """A target of 1e200 overflowed the squared error to -inf: 'scores must be finite, found
+    NaN or infinity ... (drop or impute those rows)' about values the user gave as finite,
+    with a NumPy overflow warning; it is now named and the fix (rescale) given."""
+    pred = np.linspace(0, 1, 5)
+    tgt = pred.copy()
+    tgt[3] = 1e200
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no overflow warning on the way
+        with pytest.raises(lw.LabelwiseError, match=r"targets must be at most 1e\+150.*position 3"):
+            lw.regression_scores(pred, tgt)
+        with pytest.raises(lw.LabelwiseError, match="rescale the targets"):
+            lw.regression_scores(tgt, pred)
+        assert lw.regression_scores(pred * 1e100, pred * 1e100).tolist() == [1.0] * 5

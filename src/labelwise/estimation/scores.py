@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validation import check_finite_array
+from .._validation import check_finite_array, check_magnitude
 from ..exceptions import LabelwiseError
 
 __all__ = ["correctness", "regression_scores"]
@@ -51,5 +51,13 @@ def regression_scores(predictions: ArrayLike, targets: ArrayLike) -> NDArray[np.
     if pred.shape != tgt.shape:
         raise LabelwiseError(
             f"targets must have the predictions' shape {pred.shape}, got {tgt.shape}"
+        )
+    for arr, name in ((tgt, "targets"), (pred, "predictions")):  # else the square overflows
+        check_magnitude(
+            arr,
+            name,
+            why="their squared errors must fit a float64",
+            fix="rescale the targets and the model's outputs",
+            unit="position",
         )
     return 1.0 - ((pred - tgt) ** 2).mean(axis=1)
