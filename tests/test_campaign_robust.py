@@ -33,14 +33,17 @@ def test_active_accuracy_stays_in_unit_interval_and_its_interval(n, k, score) ->
         assert any("outside [0, 1]" in note for note in e.notes)
 
 
+@pytest.mark.parametrize("method", ["active", "auto", "stratified", "srs"])
 @pytest.mark.parametrize("task", ["classification", "regression"])
-def test_active_with_every_row_recorded_is_exact(task) -> None:
-    """All 7 rows recorded: active reported 0.861 with [0, 1] for a true 0.714."""
+def test_every_row_recorded_is_exact(task, method) -> None:
+    """All 7 rows recorded: active reported 0.861 with [0, 1] for a true 0.714; the
+    stratified designs a standard error of 0 inside [0.417, 0.719] (40 rows) and "worth about 0
+    random ones"."""
     g = np.random.default_rng(1)
     acts = g.normal(size=(7, 4))
     probs = g.dirichlet(np.ones(3), size=7) if task == "classification" else None
     s = np.array([1, 1, 0, 1, 1, 0, 1.0]) if probs is not None else -g.exponential(size=7)
-    c = lw.Campaign(acts, probs, method="active", rng=0)
+    c = lw.Campaign(acts, probs, method=method, rng=0)
     for k in (2, 2, 2, 1):
         rows = c.propose(k)
         c.record(rows, s[rows])
@@ -49,6 +52,60 @@ def test_active_with_every_row_recorded_is_exact(task) -> None:
     assert e.ci_low == e.ci_high == e.value
     assert e.std_error == 0.0 and e.n_labelled == 7
     assert e.interval == "exact (whole pile labelled)"
+    assert e.effective_sample_size == 7
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("confidence", 2, "confidence must be in"),
+        ("method", "bogus", "method must be one of"),
+        ("recorded_scores", [2.0], "scores must be in"),
+        ("recorded_scores", [float("nan")], "scores must be finite"),
+        ("recorded_rows", "repeat", "recorded_rows must be distinct"),
+    ],
+)
+def test_a_hand_edited_state_is_refused(field, value, match) -> None:
+    """An edited campaign.json resumed with confidence 2, method 'bogus', a score of 2.0
+    (estimate 0.74) or a NaN score (that row silently dropped out)."""
+    acts, probs = _data(200)
+    c = lw.Campaign(acts, probs, rng=0)
+    rows = c.propose(20)
+    c.record(rows, np.ones(20))
+    d = c.to_dict()
+    if field == "recorded_scores":
+        d[field] = value + d[field][1:]
+    elif field == "recorded_rows":
+        d[field] = d[field][:1] * 2 + d[field][2:]
+    else:
+        d[field] = value
+    with pytest.raises(lw.LabelwiseError, match=match):
+        lw.Campaign.from_dict(d, activations=acts, probabilities=probs)
+
+
+def test_load_refuses_a_reordered_pile_and_save_a_file(tmp_path) -> None:
+    """Campaign.load took the pile reversed (same strata sizes) and went on against other rows;
+    save into a path that is a file raised a bare FileExistsError."""
+    acts, probs = _data(300)
+    c = lw.Campaign(acts, probs, rng=0)
+    rows = c.propose(20)
+    c.record(rows, np.ones(20))
+    c.save(tmp_path / "c")
+    with pytest.raises(lw.LabelwiseError, match="same row order"):
+        lw.Campaign.load(tmp_path / "c", activations=acts[::-1].copy(), probabilities=probs[::-1])
+    # the same pile resumes, also recomputed in float32 (last bits differ)
+    again = lw.Campaign.load(
+        tmp_path / "c", activations=acts.astype(np.float32), probabilities=probs
+    )
+    assert again.n_recorded == 20
+    # a state saved before the check (no "pile" field) resumes as before
+    d = c.to_dict()
+    del d["pile"]
+    assert lw.Campaign.from_dict(d, activations=acts, probabilities=probs).n_recorded == 20
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(lw.LabelwiseError, match="must be a directory"):
+        c.save(tmp_path / "f")
+    assert (tmp_path / "f").read_text() == "x"
 
 
 @pytest.mark.parametrize("method", ["srs", "active", "auto"])

@@ -343,6 +343,10 @@ def test_prob_best_is_calibrated_on_the_six_model_zoo() -> None:
         ({"predictions": np.zeros((1, 10), dtype=int)}, "at least 2 models"),
         ({"predictions": np.zeros((2, 10), dtype=int), "method": "magic"}, "method must"),
         ({"predictions": np.zeros((2, 10), dtype=int), "power": 0}, "power must be > 0"),
+        (
+            {"predictions": np.zeros((2, 10), dtype=int), "model_names": ["a", "a"]},
+            "distinct, non-empty names",
+        ),
     ],
 )
 def test_bad_construction(kwargs: dict, match: str) -> None:

@@ -11,7 +11,7 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 from typing import Any
 
@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from .._chunks import check_rows
+from .._chunks import check_rows, take_rows
 from .._json import jsonable
 from .._results import Estimate
 from .._validation import (
@@ -175,6 +175,7 @@ class Campaign:
         self.population_size = n
         gen = check_rng(rng)
         self._seed = int(gen.integers(2**62))
+        self._pile = _pile_fingerprint(acts, probs)
         self._setup(acts, probs, summary)
         self._proposed = np.zeros(0, dtype=np.int64)
         self._is_proposed = np.zeros(n, dtype=bool)
@@ -541,8 +542,15 @@ class Campaign:
         twice = r[~np.isnan(self._scores[r])]
         if twice.size:
             raise LabelwiseError(f"rows must be recorded once; already recorded: {twice[:5]}")
+        self._check_scores(s)
+        self._scores[r] = s
+
+    def _check_scores(self, s: NDArray[np.float64]) -> None:
+        """Scores a campaign can hold: finite, in [0, 1] for accuracy, <= 1 for 1-MSE."""
         if not np.all(np.isfinite(s)):
             raise LabelwiseError("scores must be finite numbers, got NaN or inf")
+        if s.size == 0:
+            return
         if self.task == "classification" and (s.min() < 0 or s.max() > 1):
             raise LabelwiseError(
                 f"scores must be in [0, 1] for accuracy, got {s.min():g}..{s.max():g}"
@@ -550,7 +558,6 @@ class Campaign:
         if self.task == "regression" and s.max() > 1:
             raise LabelwiseError(f"scores must be 1 - squared error (<= 1), got {s.max():g}")
         check_score_magnitude(s)
-        self._scores[r] = s
 
     def _recorded_rows(self) -> NDArray[np.int64]:
         return self._proposed[~np.isnan(self._scores[self._proposed])]
@@ -601,6 +608,18 @@ class Campaign:
         pend = self.n_proposed - rec.size
         if pend:
             notes.append(f"{pend} proposed rows are not yet recorded; estimated from {rec.size}")
+        if rec.size == self.population_size:
+            # every row labelled: the pile's mean is known, whatever the design weighted (the
+            # stratified estimate reported a zero standard error inside a wide interval)
+            return exact_estimate(
+                float(np.mean(self._scores)),
+                self.population_size,
+                conf,
+                method=self.method,
+                metric=metric,
+                notes=tuple(notes),
+                effective_sample_size=float(self.population_size),
+            )
         if anytime:
             if self.method == "active":
                 raise LabelwiseError("anytime must be False for method 'active' (not available)")
@@ -838,17 +857,6 @@ class Campaign:
         return fbar + (y[:t] - f) / nq
 
     def _active_estimate(self, conf: float, metric: str, notes: list[str]) -> Estimate:
-        if self.n_recorded == self.population_size:
-            # every row labelled: the pile's mean is known, whatever the draws weighted
-            return exact_estimate(
-                float(np.mean(self._scores)),
-                self.population_size,
-                conf,
-                method="active",
-                metric=metric,
-                notes=tuple(notes),
-                effective_sample_size=float(self.population_size),
-            )
         z = self._active_draws()
         if z.size == 0:
             raise LabelwiseError("record the first proposed rows before estimate (active)")
@@ -1013,6 +1021,7 @@ class Campaign:
                 "min_stratum_size": self.min_stratum_size,
                 "seed": self._seed,
                 "population_size": self.population_size,
+                "pile": self._pile,
                 "stratum_sizes": self._sizes.tolist(),
                 "proposed": self._proposed.tolist(),
                 "recorded_rows": rec.tolist(),
@@ -1073,9 +1082,11 @@ class Campaign:
                 raise LabelwiseError(
                     f"activations must have {d['population_size']} rows, got {acts.shape[0]}"
                 )
-            self.confidence = float(d["confidence"])
-            self.n_strata = int(d["n_strata"])
-            self.min_stratum_size = int(d["min_stratum_size"])
+            self.confidence = check_probability(d["confidence"], "confidence")
+            self.n_strata = check_int(d["n_strata"], "n_strata", minimum=1)
+            self.min_stratum_size = check_int(d["min_stratum_size"], "min_stratum_size", minimum=1)
+            if d["method"] not in METHODS:
+                raise LabelwiseError(f"method must be one of {METHODS}, got {d['method']!r}")
             self.requested_method = str(d["method"])
             self.method = _resolve(self.requested_method, probs is None)
             self.task = "regression" if probs is None else "classification"
@@ -1093,6 +1104,17 @@ class Campaign:
                 )
             self.population_size = acts.shape[0]
             self._seed = int(d["seed"])
+            self._pile = _pile_fingerprint(acts, probs)
+            # older states have no fingerprint; with the cached arrays the activations are not
+            # read for the set-up, so only the probabilities are compared
+            parts = ("probabilities",) if arrays is not None else ("activations", "probabilities")
+            if "pile" in d and not _same_pile(d["pile"], self._pile, parts):
+                raise LabelwiseError(
+                    "activations and probabilities must be the ones the campaign started with, "
+                    "in the same row order (their rows differ)"
+                )
+            if arrays is not None and "pile" in d and "activations" in d["pile"]:
+                self._pile["activations"] = [float(x) for x in d["pile"]["activations"]]
             cached = None if arrays is None else self._check_arrays(arrays, d)
             summary = None if probs is None or cached is not None else probability_summary(probs)
             self._setup(acts, probs, summary, cached)
@@ -1111,6 +1133,9 @@ class Campaign:
                     f"recorded_scores must have one score per recorded row ({recorded.size}), "
                     f"got shape {scores.shape}"
                 )
+            self._check_scores(scores)
+            if np.unique(recorded).size != recorded.size or not np.all(self._is_proposed[recorded]):
+                raise LabelwiseError("recorded_rows must be distinct rows that were proposed")
             self._scores = np.full(self.population_size, np.nan)
             self._scores[recorded] = scores
             self._draws = {k: list(v) for k, v in d["draws"].items()}
@@ -1160,6 +1185,8 @@ class Campaign:
     def save(self, directory: str | os.PathLike[str]) -> None:
         """Write ``campaign.json`` and ``campaign.arrays.npz`` (:meth:`to_arrays`), each
         atomically, into ``directory`` (created if needed)."""
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            raise LabelwiseError(f"directory must be a directory, got the file {directory}")
         os.makedirs(directory, exist_ok=True)
         arrays: dict[str, Any] = dict(self.to_arrays())
 
@@ -1185,6 +1212,41 @@ class Campaign:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
         return cls.from_dict(d, activations=activations, probabilities=probabilities, arrays=arrays)
+
+
+_FINGERPRINT_ROWS = 64
+
+
+def _pile_fingerprint(acts: Any, probs: Any) -> dict[str, list[float]]:
+    """Sums of 64 evenly spaced rows of the activations (and of the probabilities times their
+    column number): what a resumed campaign must see again at the same row numbers (another
+    pile, or the same reordered, has the same shape and often the same strata sizes). Reads 64
+    rows, not the pile; compared with a relative tolerance of 1e-4 (:func:`_same_pile`), so a
+    recapture that differs in the last bits still resumes."""
+    n = int(acts.shape[0])
+    rows = np.unique(np.linspace(0, n - 1, min(n, _FINGERPRINT_ROWS)).astype(np.int64))
+    out = {"activations": np.asarray(take_rows(acts, rows), dtype=np.float64).sum(axis=1)}
+    if probs is not None:
+        p = np.asarray(take_rows(probs, rows), dtype=np.float64)
+        out["probabilities"] = p @ np.arange(1, p.shape[1] + 1, dtype=np.float64)
+    return {k: [float(x) for x in v] for k, v in out.items()}
+
+
+def _same_pile(saved: Any, now: dict[str, list[float]], parts: Sequence[str]) -> bool:
+    """Whether the saved fingerprint agrees with ``now`` on ``parts`` (those both hold)."""
+    if not isinstance(saved, Mapping):
+        return False
+    for part in parts:
+        if part not in saved or part not in now:
+            continue
+        try:
+            old = np.asarray(saved[part], dtype=np.float64)
+        except (TypeError, ValueError):
+            return False
+        new = np.asarray(now[part])
+        if old.shape != new.shape or not np.allclose(old, new, rtol=1e-4, atol=1e-6):
+            return False
+    return True
 
 
 def _resolve(method: str, regression: bool) -> str:

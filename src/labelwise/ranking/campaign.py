@@ -85,6 +85,7 @@ from .._validation import (
     check_budget,
     check_confidence,
     check_int,
+    check_model_names,
     check_model_predictions,
     check_probabilities,
     check_probability,
@@ -272,11 +273,7 @@ class RankingCampaign:
         if model_names is None:
             self.model_names = tuple(f"M{i + 1}" for i in range(m))
         else:
-            self.model_names = tuple(str(x) for x in model_names)
-            if len(self.model_names) != m:
-                raise LabelwiseError(
-                    f"model_names must have one name per model ({m}), got {len(self.model_names)}"
-                )
+            self.model_names = check_model_names(model_names, m)
         self._gen = check_rng(rng)
         self._hard = (pred == majority_vote(pred)[None, :]).astype(np.float32)
         if surrogate == "vote":
