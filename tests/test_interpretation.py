@@ -384,3 +384,8 @@ def test_dependability_command_with_masks(trained: tuple, tmp_path: Path) -> Non
     assert (out / "interpretation.png").exists()
     np.save(tmp_path / "few.npy", masks[keep][:3])
     assert main([*args[:-2], "--masks", str(tmp_path / "few.npy"), "--out", str(out)]) == 2
+    # --rho is the occluded class probability: 2 made every window hot (accepted before)
+    before = (out / "dependability.json").read_text()
+    bad = [a if a != "0.5" else "2" for a in args]
+    assert main(bad) == 2
+    assert (out / "dependability.json").read_text() == before

@@ -70,6 +70,9 @@ def cmd_dependability(args: argparse.Namespace) -> int:
     from ..dependability.patterns import plot_activation_pattern
     from ..dependability.report import dependability_report
 
+    if args.masks is not None and not 0 < args.rho < 1:
+        # the occluded class probability is in [0, 1]: rho >= 1 makes every window hot
+        raise LabelwiseError(f"--rho must be a class probability in (0, 1), got {args.rho:g}")
     inputs = load_array(args.inputs, "--inputs")
     labels = _all_labels(args.labels, inputs.shape[0])
     model = load_model(args.model)
