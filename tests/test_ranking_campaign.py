@@ -201,34 +201,49 @@ def test_free_main_axis_likelihood_matches_the_explicit_matrices() -> None:
     assert w[: rc._N_TAU].sum() + w[-rc._N_TAU :].sum() < 0.5
 
 
+def _near_copies(
+    gen: np.random.Generator, n_copies: int, acc: float, others: tuple[float, ...]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``n_copies`` near-copies of one model (2 % of rows flipped each) beside independent
+    models of accuracies ``others``; 10 classes, 5,000 rows."""
+    n, c = 5000, 10
+    y = gen.integers(0, c, n)
+    base = np.where(gen.random(n) < acc, y, (y + gen.integers(1, c, n)) % c)
+    flip = gen.random((n_copies, n)) < 0.02
+    herd = np.where(flip, gen.integers(0, c, (n_copies, n)), base[None])
+    rest = [np.where(gen.random(n) < a, y, (y + gen.integers(1, c, n)) % c) for a in others]
+    return np.vstack([herd, *rest]), y
+
+
 @pytest.mark.slow
-def test_intervals_cover_a_herd_of_near_copies_at_35_labels() -> None:
-    """10 near-copies of one 0.80 model (2 % of rows flipped each) beside 3 independent
-    models 0.84 / 0.78 / 0.74, 10 classes: one miss of the herd is ten misses, and its
-    accuracy comes from 35 labels with a skewed residual. These 100 campaigns: the intervals
-    covered 0.944 when the design-based part of the hull was Wald's (0.909 on 100 other
-    seeds); with Wilson's at the effective size inside the hull (_design_intervals) 0.975
-    (0.935). Bound 0.955: seeded, so it tells the two apart on these seeds."""
+@pytest.mark.parametrize(
+    ("n_copies", "acc", "others", "bound"),
+    [(10, 0.8, (0.84, 0.78, 0.74), 0.985), (8, 0.97, (0.985, 0.95), 0.72)],
+)
+def test_intervals_cover_a_herd_of_near_copies_at_35_labels(n_copies, acc, others, bound) -> None:
+    """One miss of a herd is a miss of every copy, and its accuracy comes from 35 labels.
+
+    60 campaigns of 35 labels each (one batch). A herd of 0.80: the reported intervals covered
+    0.976 when the design-based part of the hull was Wald's; with Wilson's at the effective
+    size inside the hull (_design_intervals) 0.992. A herd of 0.97 (true ~0.95; wrong on ~5 %
+    of rows): Wald 0.592, Wilson's at the PPI's effective size 0.647, that size capped at the
+    labels' Kish size for models with <= 2 errors seen 0.768 (the stress test's 8 copies of
+    0.96, 60 campaigns of 5-label batches: 0.80 -> 0.87). Still short of 0.95, an open defect:
+    the misses have 3-7 errors seen on rows of small weight (the active draws' Kish size is
+    8-16 of 35) and a design estimate ~0.025 high with a standard error of 0.006-0.008;
+    capping every model at the Kish size covers 1.0 but widens the strong zoo's intervals 6x.
+    Seeded: the bounds guard what was gained on these seeds."""
     cover = []
-    for rep in range(100):
+    for rep in range(60):
         gen = np.random.default_rng([41, rep])
-        n, c = 5000, 10
-        y = gen.integers(0, c, n)
-        base = np.where(gen.random(n) < 0.8, y, (y + gen.integers(1, c, n)) % c)
-        herd = np.where(gen.random((10, n)) < 0.02, gen.integers(0, c, (10, n)), base[None])
-        others = [
-            np.where(gen.random(n) < a, y, (y + gen.integers(1, c, n)) % c)
-            for a in (0.84, 0.78, 0.74)
-        ]
-        pred = np.vstack([herd, others])
+        pred, y = _near_copies(gen, n_copies, acc, others)
         true = (pred == y).mean(axis=1)
-        camp = lw.RankingCampaign(pred, rng=gen, n_draws=200)
-        while camp.n_labelled < 35:
-            rows = camp.propose(5)
-            camp.record(rows, y[rows])
+        camp = lw.RankingCampaign(pred, rng=gen, n_draws=100)
+        rows = camp.propose(35)
+        camp.record(rows, y[rows])
         r = camp.ranking()
         cover.append(np.mean((r.ci_low <= true) & (true <= r.ci_high)))
-    assert np.mean(cover) >= 0.955
+    assert np.mean(cover) >= bound
 
 
 @pytest.mark.slow
