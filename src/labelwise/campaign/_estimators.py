@@ -209,8 +209,14 @@ def t_interval(value: float, se: float, df: float, confidence: float) -> tuple[f
     return value - half, value + half
 
 
+def kish_size(weights: NDArray[np.float64]) -> float:
+    """Kish's effective sample size of weighted draws, (sum w)^2 / sum w^2 (Kish 1965,
+    Sec. 11.7)."""
+    return float(weights.sum() ** 2 / np.sum(weights**2))
+
+
 def wilson_effective(
-    value: float, se: float, df: float, confidence: float, n: int
+    value: float, se: float, df: float, confidence: float, n: int, *, max_n: float = math.inf
 ) -> tuple[float, float]:
     """Wilson score interval for a proportion estimated by a complex design.
 
@@ -222,7 +228,8 @@ def wilson_effective(
     seen. p̂ is clipped to [q, 1 - q], q = 0.5 / (n + 1), for n* only. With one or two
     errors (or successes) at n*, the limit on that side is the Poisson one, as in
     :func:`grouped_wilson` (see :func:`_poisson_edges`; Wilson's alone put the upper limit at
-    0.992 for 1 error in n* = 20 and covered 0.89 at accuracy 0.994).
+    0.992 for 1 error in n* = 20 and covered 0.89 at accuracy 0.994). ``max_n`` caps n*
+    (e.g. at the labels' Kish size, when the design's variance cannot see unseen errors).
     """
     if not math.isfinite(se):
         return 0.0, 1.0
@@ -230,7 +237,7 @@ def wilson_effective(
     edge = 0.5 / (n + 1)  # Jeffreys' rate for "none seen": the design effect is taken there
     pc = min(max(p, edge), 1 - edge)
     n_eff = pc * (1 - pc) / se**2 if se > 0 else float(n)
-    n_eff = max(n_eff, 1.0)
+    n_eff = max(min(n_eff, max_n), 1.0)
     lo, hi = _wilson(p, n_eff, float(stats.t.ppf(0.5 + confidence / 2, max(df, 1.0))))
     lo_p, hi_p = _poisson_edges(p, n_eff, 1 - confidence)
     return min(lo, lo_p), max(hi, hi_p)

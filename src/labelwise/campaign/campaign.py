@@ -42,6 +42,7 @@ from ._estimators import (
     bootstrap_t_interval,
     fit_surrogate,
     grouped_wilson,
+    kish_size,
     stratified_difference,
     t_interval,
 )
@@ -914,8 +915,7 @@ class Campaign:
             # weighted share of errors at the draws' Kish effective size (Kish 1965,
             # Sec. 11.7), as SRS's and grouped_wilson's intervals allow for unseen errors
             seen = int(np.count_nonzero(self._scores[np.unique(rows)] == 0))
-            n_kish = float(wt.sum() ** 2 / np.sum(wt**2))
-            w_lo = _wilson(mean_w, n_kish, zc)[0]
+            w_lo = _wilson(mean_w, kish_size(wt), zc)[0]
             # a few errors among the draws: their AIPW terms lie far below the others (0.2-0.4
             # against 0.97-1.02), so a resample that misses all e of them (probability
             # (1 - e/T)^T: 0.36 for one error in 30 draws, 0.13 for two) is almost constant,

@@ -91,7 +91,7 @@ from .._validation import (
     check_probability,
     check_rng,
 )
-from ..campaign._estimators import wilson_effective
+from ..campaign._estimators import kish_size, wilson_effective
 from ..exceptions import LabelwiseError
 from ..sampling._common import (
     check_additional,
@@ -468,26 +468,22 @@ class RankingCampaign:
         sd = np.sqrt(np.clip(np.diag(cov), 0, None))
         z = float(stats.norm.ppf(0.5 + conf / 2))
         ci_low, ci_high = mean - z * sd, mean + z * sd
+        lab = self._labelled_correct()
+        d_acc = d_se = None
         if self.method == "active":
             if post.design is None:  # no label: nothing bounds the consensus bias
                 ci_low, ci_high = np.zeros_like(mean), np.ones_like(mean)
             else:  # never narrower than the design-based PPI interval
                 d_mean, d_cov = post.design
-                d_sd = np.sqrt(np.clip(np.diag(d_cov), 0, None))
-                lab_c = self._labelled_correct()
-                w = np.asarray(self._weights)
-                few = np.minimum(lab_c.sum(axis=1), (~lab_c).sum(axis=1)) <= _FEW_SEEN
-                n_kish = float(w.sum() ** 2 / np.sum(w**2))
-                ppi_low, ppi_high = _design_intervals(
-                    d_mean, d_sd, self.n_labelled, conf, few=few, n_kish=n_kish
-                )
-                ci_low = np.minimum(ci_low, np.minimum(ppi_low, d_mean - z * d_sd))
-                ci_high = np.maximum(ci_high, np.maximum(ppi_high, d_mean + z * d_sd))
-        lab = self._labelled_correct()
-        d_acc = d_se = None
-        if self.method == "active" and post.design is not None:
-            d_acc = np.clip(post.design[0], 0, 1)
-            d_se = np.sqrt(np.clip(np.diag(post.design[1]), 0, None))
+                d_acc = np.clip(d_mean, 0, 1)
+                d_se = np.sqrt(np.clip(np.diag(d_cov), 0, None))
+                # models with <= 2 errors (or successes) seen: no more effective labels than
+                # the labels' Kish size (_design_intervals)
+                few = np.minimum(lab.sum(axis=1), (~lab).sum(axis=1)) <= _FEW_SEEN
+                max_n = np.where(few, kish_size(np.asarray(self._weights)), np.inf)
+                ppi_low, ppi_high = _design_intervals(d_mean, d_se, self.n_labelled, conf, max_n)
+                ci_low = np.minimum(ci_low, np.minimum(ppi_low, d_mean - z * d_se))
+                ci_high = np.maximum(ci_high, np.maximum(ppi_high, d_mean + z * d_se))
         return Ranking(
             model_names=self.model_names,
             accuracy=mean,
@@ -946,7 +942,7 @@ def _tau_mixture(
     # lemma and Sherman-Morrison)
     n_tau = taus.size
     log_tau = _TAU_PRIOR_POW * np.log(taus)
-    logw_parts, kern_parts, t2_parts, a_parts = [], [], [], []
+    logw_parts, kern_parts, t2_parts, t1_parts = [], [], [], []
     for k, ((k_q, _, _), top) in enumerate(zip(parts.kernels, parts.tops, strict=True)):
         v = s_q[None, :, :] + tau2[:, None, None] * k_q[None, :, :]
         logdet = np.linalg.slogdet(v)[1]
@@ -967,7 +963,7 @@ def _tau_mixture(
             logw_parts.append((ll + log_tau[None, :] + prior).ravel())
         kern_parts.append(np.full(a.size, k))
         t2_parts.append(np.broadcast_to(tau2[None, :], a.shape).ravel())
-        a_parts.append(a.ravel())
+        t1_parts.append(a.ravel())
     logw = np.concatenate(logw_parts)
     wts = np.exp(logw - logw.max())
     wts /= wts.sum()
@@ -975,14 +971,14 @@ def _tau_mixture(
     wts = wts[keep] / wts[keep].sum()
     kernel = np.concatenate(kern_parts)[keep]
     t2 = np.concatenate(t2_parts)[keep]
-    t1 = np.concatenate(a_parts)[keep]
-    cov_q = _posterior_covs(s_inv, _prior_precisions(parts, kernel, t2, t1))
+    t1_sq = np.concatenate(t1_parts)[keep]
+    cov_q = _posterior_covs(s_inv, _prior_precisions(parts, kernel, t2, t1_sq))
     mean_q = cov_q @ (s_inv @ y)
     g = floor / np.array([kp[2] for kp in parts.kernels])[kernel]
     wide = g > t2  # the guard: the covariance at tau^2 = g, the mean at tau
     if wide.any():
         cov_q[wide] = _posterior_covs(
-            s_inv, _prior_precisions(parts, kernel[wide], g[wide], t1[wide])
+            s_inv, _prior_precisions(parts, kernel[wide], g[wide], t1_sq[wide])
         )
     fixed = proj @ delta_hat
     level = proj @ sigma @ proj.T
@@ -1019,9 +1015,7 @@ def _design_intervals(
     sd: NDArray[np.float64],
     n: int,
     confidence: float,
-    *,
-    few: NDArray[np.bool_] | None = None,
-    n_kish: float | None = None,
+    max_n: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Per-model score interval of the design-based PPI accuracy: Wilson at the effective size.
 
@@ -1034,18 +1028,15 @@ def _design_intervals(
     limits for one or two errors (:func:`labelwise.campaign._estimators.wilson_effective`;
     Korn & Graubard 1998); the reported interval contains it too: 0.934 / 0.956.
 
-    ``few``: models with at most two errors (or successes) among the labels. Their PPI
-    variance says nothing about the errors not yet seen, so their effective size is at most
-    the labels' Kish size ``n_kish`` (no credit from the vote): 8 near-copies of a 0.96 model
+    ``max_n``: each model's cap on the effective size. A model with at most two errors (or
+    successes) among the labels gets the labels' Kish size (no credit from the vote), as its
+    PPI variance says nothing about the errors not yet seen: 8 near-copies of a 0.96 model
     wrong on 3 % of rows, 35 labels, often 0-1 of them there, were estimated at 0.989 +- 0.006
     and their intervals covered 0.80 (60 campaigns).
     """
-    if few is not None and n_kish is not None and n_kish > 0:
-        p = np.clip(mean, 0.5 / (n + 1), 1 - 0.5 / (n + 1))
-        sd = np.where(few, np.maximum(sd, np.sqrt(p * (1 - p) / n_kish)), sd)
     bounds = [
-        wilson_effective(float(m), float(s), max(n - 1, 1), confidence, n)
-        for m, s in zip(mean, sd, strict=True)
+        wilson_effective(float(m), float(s), max(n - 1, 1), confidence, n, max_n=float(c))
+        for m, s, c in zip(mean, sd, max_n, strict=True)
     ]
     low, high = np.array(bounds).T
     return np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
