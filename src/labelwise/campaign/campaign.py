@@ -11,7 +11,7 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from statistics import NormalDist
 from typing import Any
 
@@ -1104,11 +1104,11 @@ class Campaign:
                 )
             self.population_size = acts.shape[0]
             self._seed = int(d["seed"])
-            self._pile = _pile_fingerprint(acts, probs)
             # older states have no fingerprint; with the cached arrays the activations are not
-            # read for the set-up, so only the probabilities are compared
-            parts = ("probabilities",) if arrays is not None else ("activations", "probabilities")
-            if "pile" in d and not _same_pile(d["pile"], self._pile, parts):
+            # read for the set-up, so only the probabilities are compared (and the saved
+            # activations' part is kept)
+            self._pile = _pile_fingerprint(None if arrays is not None else acts, probs)
+            if "pile" in d and not _same_pile(d["pile"], self._pile):
                 raise LabelwiseError(
                     "activations and probabilities must be the ones the campaign started with, "
                     "in the same row order (their rows differ)"
@@ -1217,27 +1217,32 @@ class Campaign:
 _FINGERPRINT_ROWS = 64
 
 
-def _pile_fingerprint(acts: Any, probs: Any) -> dict[str, list[float]]:
+def _pile_fingerprint(acts: Any | None, probs: Any | None) -> dict[str, list[float]]:
     """Sums of 64 evenly spaced rows of the activations (and of the probabilities times their
     column number): what a resumed campaign must see again at the same row numbers (another
     pile, or the same reordered, has the same shape and often the same strata sizes). Reads 64
     rows, not the pile; compared with a relative tolerance of 1e-4 (:func:`_same_pile`), so a
-    recapture that differs in the last bits still resumes."""
-    n = int(acts.shape[0])
+    recapture that differs in the last bits still resumes. A part given as None is left out."""
+    given = {k: a for k, a in (("activations", acts), ("probabilities", probs)) if a is not None}
+    out: dict[str, list[float]] = {}
+    if not given:
+        return out
+    n = int(next(iter(given.values())).shape[0])
     rows = np.unique(np.linspace(0, n - 1, min(n, _FINGERPRINT_ROWS)).astype(np.int64))
-    out = {"activations": np.asarray(take_rows(acts, rows), dtype=np.float64).sum(axis=1)}
-    if probs is not None:
-        p = np.asarray(take_rows(probs, rows), dtype=np.float64)
-        out["probabilities"] = p @ np.arange(1, p.shape[1] + 1, dtype=np.float64)
-    return {k: [float(x) for x in v] for k, v in out.items()}
+    for part, arr in given.items():
+        block = np.asarray(take_rows(arr, rows), dtype=np.float64)
+        if part == "probabilities":  # the class each row leans to, not only its total of 1
+            block = block * np.arange(1, block.shape[1] + 1, dtype=np.float64)
+        out[part] = [float(x) for x in block.sum(axis=1)]
+    return out
 
 
-def _same_pile(saved: Any, now: dict[str, list[float]], parts: Sequence[str]) -> bool:
-    """Whether the saved fingerprint agrees with ``now`` on ``parts`` (those both hold)."""
+def _same_pile(saved: Any, now: dict[str, list[float]]) -> bool:
+    """Whether the saved fingerprint agrees with ``now`` on the parts ``now`` holds."""
     if not isinstance(saved, Mapping):
         return False
-    for part in parts:
-        if part not in saved or part not in now:
+    for part in now:
+        if part not in saved:
             continue
         try:
             old = np.asarray(saved[part], dtype=np.float64)
