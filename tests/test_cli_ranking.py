@@ -146,6 +146,31 @@ def test_sds_extend_and_ranking_errors(
         == 2
     )
     assert "model" in capsys.readouterr().err
+    # an SRS selection may hold one model (an accuracy); ranking it is an error, not "1 models
+    # ranked"
+    srs = tmp_path / "srs1"
+    assert (
+        main(
+            [
+                "select",
+                "--method",
+                "srs",
+                "--budget",
+                "5",
+                "--seed",
+                "0",
+                "--predictions",
+                str(one),
+                "--out",
+                str(srs),
+            ]
+        )
+        == 0
+    )
+    one_labels = _label(srs, zoo["labels"])
+    capsys.readouterr()
+    assert main(["rank", str(srs), "--labels", str(one_labels)]) == 2
+    assert "at least 2 models" in capsys.readouterr().err
     assert (
         main(
             [

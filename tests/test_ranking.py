@@ -144,12 +144,6 @@ def test_reproducible_and_serialisable() -> None:
         a.accuracy[0] = 0.0
 
 
-def test_single_model_has_no_pairs() -> None:
-    r = lw.rank_models(FIG2[:1], FIG2_LABELS, rng=0)
-    assert r.rank.tolist() == [1]
-    assert r.prob_better.size == 0
-
-
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
@@ -169,6 +163,13 @@ def test_bad_input_is_an_error(kwargs: dict[str, Any], match: str) -> None:
     labels = kwargs.pop("labels")
     with pytest.raises(lw.LabelwiseError, match=match):
         lw.rank_models(FIG2, labels, **kwargs)
+
+
+def test_one_model_is_not_a_ranking() -> None:
+    # was a "ranking" of one model (rank 1, P(best) 1.000); now the error the ranking campaign
+    # and SDS give, pointing at the estimator for one model's accuracy
+    with pytest.raises(lw.LabelwiseError, match=r"at least 2 models .* labelwise.estimate"):
+        lw.rank_models(FIG2[:1], FIG2_LABELS)
 
 
 def test_labels_outside_the_classes_are_an_error_with_probabilities() -> None:

@@ -196,6 +196,14 @@ def is_binary(scores: NDArray[Any]) -> bool:
     return bool(np.all((scores == 0) | (scores == 1)))
 
 
+def too_few_models(name: str, n_models: int, min_models: int) -> LabelwiseError:
+    """The error for fewer models than a ranking or comparison needs."""
+    return LabelwiseError(
+        f"{name} must come from at least {min_models} models to rank or compare them, got "
+        f"{n_models} (one model's accuracy: labelwise.estimate, `labelwise estimate`)"
+    )
+
+
 def check_model_predictions(
     predictions: Any, name: str = "predictions", *, min_models: int = 1
 ) -> tuple[NDArray[np.int64], int | None]:
@@ -234,9 +242,7 @@ def check_model_predictions(
             f"{name} must hold at least one model and one input, got shape {arr.shape}"
         )
     if arr.shape[0] < min_models:
-        raise LabelwiseError(
-            f"{name} must come from at least {min_models} models, got {arr.shape[0]}"
-        )
+        raise too_few_models(name, arr.shape[0], min_models)
     arr = check_finite_array(arr, name, ndim=(2, 3))
     if arr.ndim == 3:
         return arr.argmax(axis=2).astype(np.int64), int(arr.shape[2])

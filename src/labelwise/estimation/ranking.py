@@ -91,7 +91,7 @@ def rank_models(
     of the models, not about the pile's accuracy values. For accuracy estimates use a
     probability sample (SRS, CSS) and :func:`labelwise.estimate`.
     """
-    pred, n_classes = check_model_predictions(predictions)
+    pred, n_classes = check_model_predictions(predictions, min_models=2)
     n_models, n_pop = pred.shape
     lab = _check_labels(labels, n_classes)
     if rows is None:

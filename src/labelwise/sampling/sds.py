@@ -43,7 +43,13 @@ from .._chunks import check_rows, concat_rows, map_rows
 from .._contract import Result
 from .._params import Interval, Param, validate_params
 from .._results import Selection
-from .._validation import RNGLike, check_budget, check_model_predictions, check_rng
+from .._validation import (
+    RNGLike,
+    check_budget,
+    check_model_predictions,
+    check_rng,
+    too_few_models,
+)
 from ..exceptions import LabelwiseError
 from ._candidates import candidate_count, check_fraction, draw_candidates, extend_candidates
 from ._common import check_same_population, generator_state
@@ -145,7 +151,7 @@ def _check_predictions(predictions: ArrayLike) -> Any:
             f"predictions must hold at least one model and one input, got shape {arr.shape}"
         )
     if arr.shape[0] < 2:
-        raise LabelwiseError(f"predictions must come from at least 2 models, got {arr.shape[0]}")
+        raise too_few_models("predictions", arr.shape[0], 2)
     return arr
 
 
