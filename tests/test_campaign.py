@@ -156,16 +156,25 @@ def test_regression_heavy_tail_and_all_correct_stratum() -> None:
 
 
 @pytest.mark.parametrize("method", ["auto", "model-assisted", "srs"])
-def test_resume_from_arrays_skips_setup_and_is_identical(method: str, tmp_path) -> None:
+def test_resume_from_arrays_skips_setup_and_is_identical(
+    method: str, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     y, acts, probs = _pile(300)
     a = lw.Campaign(acts, probs, method=method, rng=5)
     r1 = a.propose(40)
     a.record(r1, y[r1])
     a.save(tmp_path)
     b = lw.Campaign.load(tmp_path, activations=acts, probabilities=probs)
-    # the cached arrays are used: the activations are no longer read for the set-up
+    # the cached arrays are used: no pass over the activations for the set-up
+    from labelwise.campaign import campaign as campaign_module
+
+    def no_pass(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the set-up read the pile")
+
+    monkeypatch.setattr(campaign_module, "outlyingness", no_pass)
+    monkeypatch.setattr(campaign_module, "surrogate_features", no_pass)
     c = lw.Campaign.from_dict(
-        a.to_dict(), activations=acts[:, :1] * 0, probabilities=probs, arrays=a.to_arrays()
+        a.to_dict(), activations=acts, probabilities=probs, arrays=a.to_arrays()
     )
     for other in (b, c):
         np.testing.assert_array_equal(other.strata, a.strata)

@@ -102,6 +102,16 @@ def test_load_refuses_a_reordered_pile_and_save_a_file(tmp_path) -> None:
     d = c.to_dict()
     del d["pile"]
     assert lw.Campaign.from_dict(d, activations=acts, probabilities=probs).n_recorded == 20
+    # a regression campaign (no probabilities) resumed from its cached arrays compared
+    # nothing and went on against the reversed pile's rows
+    r = lw.Campaign(acts, None, rng=0)
+    rows = r.propose(20)
+    r.record(rows, np.full(20, 0.9))
+    r.save(tmp_path / "r")
+    assert (tmp_path / "r" / "campaign.arrays.npz").exists()
+    with pytest.raises(lw.LabelwiseError, match="same row order"):
+        lw.Campaign.load(tmp_path / "r", activations=acts[::-1].copy(), probabilities=None)
+    assert lw.Campaign.load(tmp_path / "r", activations=acts, probabilities=None).n_recorded == 20
     (tmp_path / "f").write_text("x")
     with pytest.raises(lw.LabelwiseError, match="must be a directory"):
         c.save(tmp_path / "f")

@@ -1104,17 +1104,15 @@ class Campaign:
                 )
             self.population_size = acts.shape[0]
             self._seed = int(d["seed"])
-            # older states have no fingerprint; with the cached arrays the activations are not
-            # read for the set-up, so only the probabilities are compared (and the saved
-            # activations' part is kept)
-            self._pile = _pile_fingerprint(None if arrays is not None else acts, probs)
+            # older states have no fingerprint. With the cached arrays the set-up reads no
+            # activations, but the fingerprint does (64 rows): a regression campaign has no
+            # probabilities, and its pile reordered was resumed against other rows
+            self._pile = _pile_fingerprint(acts, probs)
             if "pile" in d and not _same_pile(d["pile"], self._pile):
                 raise LabelwiseError(
                     "activations and probabilities must be the ones the campaign started with, "
                     "in the same row order (their rows differ)"
                 )
-            if arrays is not None and "pile" in d and "activations" in d["pile"]:
-                self._pile["activations"] = [float(x) for x in d["pile"]["activations"]]
             cached = None if arrays is None else self._check_arrays(arrays, d)
             summary = None if probs is None or cached is not None else probability_summary(probs)
             self._setup(acts, probs, summary, cached)
