@@ -270,3 +270,89 @@ def test_cppi_select_label_rank(zoo: dict, tmp_path: Path, capsys: pytest.Captur
     (d / "selection.json").write_text(json.dumps(doc_sel))
     assert main(["rank", str(d), "--labels", str(labels)]) == 2
     assert "proposal weight" in capsys.readouterr().err
+
+
+def test_cppi_extend_with_labels_is_the_campaigns_next_round(
+    zoo: dict, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """`select --extend` of a cppi selection chose its rows from the vote alone even when the
+    rows so far were labelled; with --labels it is the ranking campaign's next active round:
+    the rows (and the ranking) a RankingCampaign recording those labels gives."""
+    import labelwise as lw
+
+    d = tmp_path / "cppi"
+    preds_path = zoo["dir"] / "preds.npy"
+    preds, y = np.load(preds_path), zoo["labels"]
+    select = ["select", "--method", "cppi", "--budget", "30", "--seed", "7"]
+    assert main([*select, "--predictions", str(preds_path), "--out", str(d)]) == 0
+    labels = _label(d, y)
+    capsys.readouterr()
+    assert main(["select", "--extend", str(d), "--budget", "20", "--labels", str(labels)]) == 0
+    assert "note: chosen without labels" not in capsys.readouterr().out
+    sel = json.loads((d / "selection.json").read_text())["selection"]
+    camp = lw.RankingCampaign(preds, rng=7)
+    first = camp.propose(30)
+    assert sel["indices"][:30] == first.tolist()
+    camp.record(first, y[first])
+    second = camp.propose(20)
+    assert sel["indices"][30:] == second.tolist()
+    # the label-free extension of the same selection goes elsewhere, and says so
+    free = tmp_path / "free"
+    assert main([*select, "--predictions", str(preds_path), "--out", str(free)]) == 0
+    capsys.readouterr()
+    assert main(["select", "--extend", str(free), "--budget", "20"]) == 0
+    assert "note: chosen without labels" in capsys.readouterr().out
+    free_rows = json.loads((free / "selection.json").read_text())["selection"]["indices"]
+    assert free_rows[30:] != second.tolist()
+    # ranked from the CLI's files: the campaign's ranking
+    camp.record(second, y[second])
+    labels = _label(d, y)
+    assert main(["rank", str(d), "--labels", str(labels)]) == 0
+    doc = json.loads((d / "ranking.json").read_text())["ranking"]
+    np.testing.assert_allclose(doc["accuracy"], camp.ranking().accuracy)
+    # --labels: only with --extend, only for a method that learns, and every selected row
+    capsys.readouterr()
+    assert (
+        main(
+            [
+                *select,
+                "--predictions",
+                str(preds_path),
+                "--out",
+                str(tmp_path / "x"),
+                "--labels",
+                str(labels),
+            ]
+        )
+        == 2
+    )
+    assert "--labels applies to --extend DIR only" in capsys.readouterr().err
+    srs = tmp_path / "srs"
+    assert (
+        main(
+            [
+                "select",
+                "--method",
+                "srs",
+                "--budget",
+                "5",
+                "--seed",
+                "0",
+                "--predictions",
+                str(preds_path),
+                "--out",
+                str(srs),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(["select", "--extend", str(srs), "--budget", "5", "--labels", str(_label(srs, y))])
+        == 2
+    )
+    assert "do not depend on labels" in capsys.readouterr().err
+    part = tmp_path / "part.csv"  # the first round's labels only: 20 selected rows have none
+    part.write_text("row,label\n" + "".join(f"{r},{y[r]}\n" for r in first.tolist()))
+    assert main(["select", "--extend", str(d), "--budget", "5", "--labels", str(part)]) == 2
+    assert "20 selected rows have no label" in capsys.readouterr().err
+    assert len(json.loads((d / "selection.json").read_text())["selection"]["indices"]) == 50

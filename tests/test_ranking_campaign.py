@@ -594,3 +594,23 @@ def test_best_model_calibration_measures_what_it_says() -> None:
         best_model_calibration(pred, y[:10])
     with pytest.raises(lw.LabelwiseError, match="sizes must be in"):
         best_model_calibration(pred, y, sizes=(0, 30))
+
+
+def test_extend_with_labels_continues_the_campaign_and_refuses_other_methods() -> None:
+    """lw.extend(cppi selection, labels=...) gives the rows a RankingCampaign that recorded
+    those labels proposes next; a method whose next rows do not depend on labels refuses
+    them, and labels of the wrong length are an error."""
+    zoo = regime_zoo("small", 2000, rng=np.random.default_rng(1))
+    pred, y = zoo.predictions, zoo.labels
+    camp = lw.RankingCampaign(pred, rng=5)
+    first = camp.propose(30)
+    camp.record(first, y[first])
+    sel = lw.cppi_select(pred, 30, rng=5)
+    np.testing.assert_array_equal(sel.indices, first)
+    ext = lw.extend(sel, pred, 20, labels=y[sel.indices])
+    np.testing.assert_array_equal(ext.indices[30:], camp.propose(20))
+    assert not np.array_equal(lw.extend(sel, pred, 20).indices[30:], ext.indices[30:])
+    with pytest.raises(lw.LabelwiseError, match="do not depend on labels"):
+        lw.extend(lw.sds_select(pred, 10, rng=0), pred, 5, labels=y[:10])
+    with pytest.raises(lw.LabelwiseError, match="labels"):
+        lw.extend(sel, pred, 20, labels=y[:29])

@@ -59,7 +59,8 @@ class Method:
     select:
         ``select(data, budget, **params, rng=...) -> Selection``.
     extend:
-        ``extend(selection, data, additional, rng) -> Selection``.
+        ``extend(selection, data, additional, rng) -> Selection`` (and ``labels=`` where
+        :attr:`learns`).
     prefixes:
         Whether every prefix of a selection is itself a selection of the method (SRS, CES,
         SDS, DDG, RDG; not CSS, whose allocation depends on the budget).
@@ -75,6 +76,10 @@ class Method:
         data key says (DeepGini reads probabilities, never class labels); ``None``: what
         ``NEEDS[data]`` says. :attr:`needs` (shown by ``labelwise select --help`` and in its
         errors) is this text.
+    learns:
+        Whether its extension learns from the labels of the rows selected so far
+        (``extend(selection, data, additional, rng, labels=...)``; ``cppi``: the ranking
+        campaign's active rounds). The others' extensions are label-free.
     """
 
     name: str
@@ -82,12 +87,13 @@ class Method:
     purpose: str
     data: str | None
     select: Callable[..., Selection]
-    extend: Callable[[Selection, Any, int, Any], Selection]
+    extend: Callable[..., Selection]
     estimator: Estimator | None = None
     data_ndim: tuple[int, ...] = ()
     prefixes: bool = True
 
     requires: str | None = None
+    learns: bool = False
 
     @property
     def needs(self) -> str:
@@ -266,6 +272,7 @@ def _register_builtins() -> None:
             ranking_campaign.cppi_select,
             ranking_campaign._cppi_extend,
             data_ndim=(2, 3),
+            learns=True,
         ),
     ):
         register(m)

@@ -101,6 +101,13 @@ def add_parser(sub: Any) -> None:
     s.add_argument(
         "--extend", type=Path, metavar="DIR", help="add --budget rows to the selection in DIR"
     )
+    s.add_argument(
+        "--labels",
+        type=Path,
+        help="with --extend of a cppi selection: CSV (row,label or id,label) of the rows "
+        "selected so far; the new rows are then the ranking campaign's next active round, "
+        "chosen where these labels leave the ranking uncertain (without it: label-free)",
+    )
     s.add_argument("--seed", type=int, default=None, help="random seed (default: fresh, recorded)")
     s.add_argument("--force", action="store_true", help="overwrite an existing selection in --out")
     s.add_argument("--classes", type=Path, help=CLASSES_HELP + " (saved as OUT/classes.json)")
@@ -125,6 +132,10 @@ def add_parser(sub: Any) -> None:
 def cmd_select(args: argparse.Namespace) -> int:
     if args.extend is not None:
         return _select_extend(args)
+    if args.labels is not None:
+        raise LabelwiseError(
+            "--labels applies to --extend DIR only (the labels of the rows selected so far)"
+        )
     if args.method is None:
         raise LabelwiseError("--method is required (or use --extend DIR)")
     if args.out is None:
@@ -240,9 +251,22 @@ def _select_extend(args: argparse.Namespace) -> int:
             "--seed does not apply to --extend: the selection continues its own random stream "
             "(so that selecting n and extending by m equals selecting n + m)"
         )
+    labels = None
+    if args.labels is not None:
+        if not method.learns:
+            raise LabelwiseError(
+                f"--labels: the next rows of a {sel.method} selection do not depend on labels: "
+                "extend it without --labels"
+            )
+        store_classes(ws, args.classes)  # the names the labels may be given by
+        kind, labels = ws.read_labels(args.labels, sel)
+        if kind != "label":
+            raise LabelwiseError(
+                f"--labels: a ranking needs a 'label' column (classes), got '{kind}'"
+            )
     data = None if method.data is None else ws.load_source(method.data)
     before = sel.budget
-    new = extend(sel, data, args.budget)
+    new = extend(sel, data, args.budget, labels=labels)
     if args.out is not None and args.out != args.extend:
         out = Workspace.create(args.out, force=args.force)
         out.sources, out.seed = ws.sources, ws.seed
@@ -254,6 +278,11 @@ def _select_extend(args: argparse.Namespace) -> int:
     ws.write_selection(new, new_from=before)
     print(f"extended {sel.method} selection from {before} to {new.budget} rows")
     _print_selection(new, ws, new_from=before)
+    if method.learns and labels is None:
+        print(
+            "  note: chosen without labels; with --labels (the labels of the rows selected so "
+            "far) the new rows go where those labels leave the ranking uncertain"
+        )
     return 0
 
 

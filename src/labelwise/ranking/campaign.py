@@ -677,8 +677,10 @@ def cppi_select(
     ``uniform_share``); their proposal weights are kept in ``diagnostics["weights"]`` so
     :meth:`RankingCampaign.from_selection` can give the consensus-PPI ranking, with
     P(best) and rank sets, once they are labelled. A campaign that records labels between
-    rounds chooses better (use :class:`RankingCampaign` directly); :func:`labelwise.extend`
-    adds another label-free batch.
+    rounds chooses better: :func:`labelwise.extend` with ``labels=`` (the classes of the rows
+    selected so far; ``labelwise select --extend DIR --labels FILE``) adds the campaign's next
+    active round, the same rows a :class:`RankingCampaign` given those labels proposes;
+    without labels it adds another label-free batch.
     """
     gen = check_rng(rng)
     camp = RankingCampaign(predictions, method="active", rng=gen, uniform_share=uniform_share)
@@ -711,7 +713,15 @@ def _cppi_selection(
     )
 
 
-def _cppi_extend(selection: Selection, data: Any, additional: int, rng: RNGLike) -> Selection:
+def _cppi_extend(
+    selection: Selection,
+    data: Any,
+    additional: int,
+    rng: RNGLike,
+    labels: ArrayLike | None = None,
+) -> Selection:
+    """The next ``additional`` rows: label-free, or (``labels`` of the selected rows given) the
+    campaign's next active round after recording them."""
     if data is None:
         raise LabelwiseError("predictions must be given to extend a CPPI selection")
     additional = check_additional(selection, additional)
@@ -724,6 +734,8 @@ def _cppi_extend(selection: Selection, data: Any, additional: int, rng: RNGLike)
             "predictions must be the ones the selection was made from (their fingerprint differs)"
         )
     camp._adopt(selection)
+    if labels is not None:
+        camp.record(selection.indices, labels)
     rows = camp.propose(additional)
     return _cppi_selection(camp, selection, rows, share, gen)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from numpy.typing import ArrayLike
+
 from .._results import Selection
 from .._validation import RNGLike
 from ..exceptions import LabelwiseError
@@ -11,7 +13,14 @@ from ..exceptions import LabelwiseError
 __all__ = ["extend"]
 
 
-def extend(selection: Selection, data: Any, additional: int, *, rng: RNGLike = None) -> Selection:
+def extend(
+    selection: Selection,
+    data: Any,
+    additional: int,
+    *,
+    rng: RNGLike = None,
+    labels: ArrayLike | None = None,
+) -> Selection:
     """A selection with ``additional`` more rows, continuing ``selection``'s method.
 
     The first ``selection.budget`` indices are unchanged. ``data`` is what the method was
@@ -24,6 +33,12 @@ def extend(selection: Selection, data: Any, additional: int, *, rng: RNGLike = N
     CSS: the new total is allocated by the same rule with every stratum keeping at least
     what it has; the new rows are simple random draws from each stratum's unselected rows,
     so the stratified estimator stays valid.
+
+    ``labels``: the true classes of ``selection.indices`` (in that order), for methods whose
+    next rows learn from them (``cppi``: the new rows are :class:`labelwise.RankingCampaign`'s
+    next active round after recording these labels, as a campaign that labels between rounds
+    chooses them; the reproducibility above then holds for the same labels). Other methods'
+    extensions do not use labels, and giving them is an error.
 
     SDS and RDG: the candidate set is rebuilt from the data and the stored state (so the data
     must be the same); the new rows are the remaining candidates in random order, then the
@@ -45,7 +60,14 @@ def extend(selection: Selection, data: Any, additional: int, *, rng: RNGLike = N
                 declared[name].constraint.check(value, name)
             except LabelwiseError as exc:
                 raise LabelwiseError(f"selection parameter {exc}; restore the file") from None
+    if labels is not None and not spec.learns:
+        raise LabelwiseError(
+            f"labels: the next rows of a {selection.method} selection do not depend on labels: "
+            "extend it without labels"
+        )
     try:
+        if labels is not None:
+            return spec.extend(selection, data, additional, rng, labels=labels)
         return spec.extend(selection, data, additional, rng)
     except KeyError as exc:  # a selection file without its method's parameters
         raise LabelwiseError(
