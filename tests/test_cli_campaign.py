@@ -401,3 +401,58 @@ def test_commands_resume_from_the_saved_arrays_and_without_them(
     assert code == 0, err
     assert [r["row"] for r in _to_label(d)] == with_cache
     assert saved  # strata and features, not an empty file
+
+
+def test_regression_campaign_with_a_score_floor(
+    pile: dict, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """--score-floor: the interval is the API's with the same floor (never narrower than the
+    betting interval on [floor, 1]); a label whose error passes the floor is refused and the
+    state is kept; a classification campaign refuses the option."""
+    rng = np.random.default_rng(5)
+    target = rng.random(N)
+    pred = np.clip(target + rng.normal(scale=0.2, size=N), 0, 1)
+    np.save(tmp_path / "pred.npy", pred)
+    d = tmp_path / "reg"
+    argv = ["campaign", d, "--activations", tmp_path / "acts.npy", "--seed", 1]
+    code, out, _ = _run([*argv, "--score-floor", -0.5], capsys)
+    assert code == 0 and "one stratum (the whole pile)" in out
+    assert _run(["next", d, "--batch", 40], capsys)[0] == 0
+    rows = [r["row"] for r in _to_label(d)]
+    lab = tmp_path / "t.csv"
+    lab.write_text("row,target\n" + "".join(f"{r},{float(target[r])!r}\n" for r in rows))
+    est = ["estimate", d, "--predictions", tmp_path / "pred.npy", "--json", "--labels"]
+    code, out, err = _run([*est, lab], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    camp = lw.Campaign(pile["acts"], None, rng=1, score_floor=-0.5)
+    r = camp.propose(40)
+    camp.record(r, 1 - (pred[r] - target[r]) ** 2)
+    api = camp.estimate()
+    assert (doc["ci_low"], doc["ci_high"]) == pytest.approx((api.ci_low, api.ci_high))
+    assert "betting on [-0.5, 1]" in doc["interval"]
+    assert _run(["next", d, "--batch", 5], capsys)[0] == 0
+    new = [r["row"] for r in _to_label(d) if r["new"] == 1]
+    bad = tmp_path / "bad.csv"  # a new row with an error of 2.0 squared: score -3 < -0.5
+    bad.write_text(
+        lab.read_text()
+        + "".join(f"{r},{3.0 if r == new[0] else float(target[r])!r}\n" for r in new)
+    )
+    state = (d / "campaign.state.json").read_text()
+    code, _, err = _run([*est, bad], capsys)
+    assert code == 2 and "score_floor" in err
+    assert (d / "campaign.state.json").read_text() == state
+    code, _, err = _run(
+        [
+            "campaign",
+            tmp_path / "cls",
+            "--activations",
+            tmp_path / "acts.npy",
+            "--probs",
+            tmp_path / "probs.npy",
+            "--score-floor",
+            -1,
+        ],
+        capsys,
+    )
+    assert code == 2 and "regression" in err

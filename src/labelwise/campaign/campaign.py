@@ -109,6 +109,15 @@ class Campaign:
         10 for regression; max(10, N/100) rows).
     rng:
         Seed or Generator; the design is reproducible from it.
+    score_floor:
+        Regression only: the lowest score any row can have, 1 - the largest squared error
+        possible (targets and predictions in [0, 10]: 1 - 100 = -99). Without it no interval
+        from n labels is valid for every pile (a rare huge error may not have been drawn yet;
+        Bahadur & Savage 1956), and the anytime sequence takes the lowest score seen as the
+        bound. With it the anytime sequence is the betting sequence on [score_floor, 1] (exact,
+        no warning) and the fixed-n interval also holds that sequence's interval, so it is
+        valid at every n whatever the tail (wider when the floor is far below the scores). A
+        recorded score below it is an error. Not for ``"active"``.
 
     Design: strata from unlabeled signals only (:func:`._design.build_strata`), rows within a
     stratum drawn without replacement in a random order fixed at the start, batches allocated
@@ -144,6 +153,7 @@ class Campaign:
         n_strata: int | None = None,
         min_stratum_size: int | None = None,
         rng: RNGLike = None,
+        score_floor: float | None = None,
     ) -> None:
         acts = check_rows(activations, "activations", ndim=2)
         n = acts.shape[0]
@@ -173,6 +183,7 @@ class Campaign:
         self.requested_method = method
         self.method = _resolve(method, probs is None)
         self.task = "regression" if probs is None else "classification"
+        self.score_floor = _check_floor(score_floor, self.task, self.method)
         self.population_size = n
         gen = check_rng(rng)
         self._seed = int(gen.integers(2**62))
@@ -558,6 +569,11 @@ class Campaign:
             )
         if self.task == "regression" and s.max() > 1:
             raise LabelwiseError(f"scores must be 1 - squared error (<= 1), got {s.max():g}")
+        if self.score_floor is not None and s.min() < self.score_floor:
+            raise LabelwiseError(
+                f"scores must be at least the campaign's score_floor {self.score_floor:g}, got "
+                f"{s.min():g} (a squared error larger than the floor allows)"
+            )
         check_score_magnitude(s)
 
     def _recorded_rows(self) -> NDArray[np.int64]:
@@ -584,6 +600,10 @@ class Campaign:
     def estimate(self, *, anytime: bool = False, confidence: float | None = None) -> Estimate:
         """Estimate of the pile's accuracy (or 1-MSE) from the rows recorded so far.
 
+        With a ``score_floor`` (regression) the fixed-n interval is the hull of the design's
+        (bootstrap-t) interval and the betting sequence's on [score_floor, 1], so it covers at
+        least as often as the latter, which is exact at any n.
+
         ``anytime=True`` returns a confidence sequence (valid at any stopping time, e.g.
         "stop as soon as the interval is narrower than 0.05"): a betting confidence sequence
         without replacement (Waudby-Smith & Ramdas 2024, Sec. 6) for ``"srs"`` (exact, for any
@@ -596,7 +616,7 @@ class Campaign:
         combined by a union bound, is exact but useless with many strata of a few labels: it
         spanned [0.22, 0.98] at 100 labels on the demo's pile.) Regression scores are not
         bounded below: their betting sequence takes the observed range as the bound, with a
-        warning. Not available for ``"active"``.
+        warning, unless the campaign has a ``score_floor``. Not available for ``"active"``.
         """
         conf = (
             self.confidence if confidence is None else check_probability(confidence, "confidence")
@@ -654,7 +674,7 @@ class Campaign:
                 warnings.warn(str(c.message), DegenerateDataWarning, stacklevel=2)
             # the core's interval (bootstrap-t for regression scores), never above 1
             lo, hi = self._clip(est.ci_low, est.ci_high)
-            return Estimate(
+            est = Estimate(
                 value=est.value,
                 std_error=est.std_error,
                 ci_low=lo,
@@ -668,9 +688,23 @@ class Campaign:
                 notes=tuple(notes) + est.notes,
                 effective_sample_size=float(rec.size),
             )
-        if self.method == "active":
-            return self._active_estimate(conf, metric, notes)
-        return self._stratified_estimate(rec, conf, metric, notes)
+        elif self.method == "active":
+            est = self._active_estimate(conf, metric, notes)
+        else:
+            est = self._stratified_estimate(rec, conf, metric, notes)
+        if self.score_floor is None:
+            return est
+        # valid whatever the tail: never narrower than the betting interval on the known range
+        cs = self._anytime(rec, conf, metric, [])
+        lo, hi = min(est.ci_low, cs.ci_low), max(est.ci_high, cs.ci_high)
+        if (lo, hi) == (est.ci_low, est.ci_high):
+            return est
+        return dataclasses.replace(
+            est,
+            ci_low=lo,
+            ci_high=hi,
+            interval=f"{est.interval}, widened to betting on [{self.score_floor:g}, 1]",
+        )
 
     def _merged_strata(
         self, rec: NDArray[np.int64], notes: list[str]
@@ -957,7 +991,9 @@ class Campaign:
     ) -> Estimate:
         alpha = 1 - conf
         lo_b, hi_b = 0.0, 1.0
-        if self.task == "regression":
+        if self.score_floor is not None:
+            lo_b = self.score_floor
+        elif self.task == "regression":
             lo_b = float(np.min(self._scores[rec]))
             msg = (
                 f"regression scores are unbounded below; the anytime interval takes the observed "
@@ -1029,6 +1065,7 @@ class Campaign:
                 "draws": self._draws,
                 "n_batches": self._n_batches,
                 "active_rng": self._active_gen.bit_generator.state,
+                "score_floor": self.score_floor,
             }
         )
 
@@ -1090,6 +1127,7 @@ class Campaign:
             self.requested_method = str(d["method"])
             self.method = _resolve(self.requested_method, probs is None)
             self.task = "regression" if probs is None else "classification"
+            self.score_floor = _check_floor(d.get("score_floor"), self.task, self.method)
             saved_task = d.get("task")  # states saved before it was recorded: as given
             if saved_task is not None and saved_task != self.task:
                 given = "probabilities=None" if probs is None else "probabilities"
@@ -1213,6 +1251,28 @@ class Campaign:
 
 
 _FINGERPRINT_ROWS = 64
+
+
+def _check_floor(floor: Any, task: str, method: str) -> float | None:
+    """``score_floor``: None, or a finite number below 1 for a regression campaign."""
+    if floor is None:
+        return None
+    if task != "regression":
+        raise LabelwiseError(
+            "score_floor applies to regression campaigns (probabilities=None): accuracy scores "
+            "are already in [0, 1]"
+        )
+    if method == "active":
+        raise LabelwiseError("score_floor is not available for method 'active'")
+    if isinstance(floor, bool) or not isinstance(floor, (int, float, np.integer, np.floating)):
+        raise LabelwiseError(f"score_floor must be a number, got {floor!r}")
+    value = float(floor)
+    if not math.isfinite(value) or value >= 1:
+        raise LabelwiseError(
+            f"score_floor must be a finite number below 1 (1 - the largest squared error), got "
+            f"{floor!r}"
+        )
+    return value
 
 
 def _pile_fingerprint(acts: Any | None, probs: Any | None) -> dict[str, list[float]]:

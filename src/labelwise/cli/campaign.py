@@ -109,6 +109,16 @@ def add_parser(sub: Any) -> None:
         default=None,
         help="smallest stratum (default: max(10, N/100))",
     )
+    c.add_argument(
+        "--score-floor",
+        type=float,
+        default=None,
+        help="regression: the lowest score any row can have, 1 - the largest squared error "
+        "possible (targets and predictions in [0, 10]: 1 - 10^2 = -99). With it the "
+        "interval is valid whatever the tail of the errors (wider the further the floor is "
+        "below the scores); without it a rare huge error not yet labelled is missed "
+        "(default: none)",
+    )
     c.add_argument("--seed", type=int, default=None, help="random seed (default: fresh, recorded)")
     c.add_argument("--force", action="store_true", help="overwrite an existing campaign in DIR")
     c.add_argument("--classes", type=Path, help=CLASSES_HELP + " (saved as DIR/classes.json)")
@@ -155,6 +165,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         n_strata=args.n_strata,
         min_stratum_size=args.min_stratum_size,
         rng=ws.seed,
+        score_floor=args.score_floor,
     )
     state = CampaignState(ws, camp)
     ws.write_state(CAMPAIGN_ARRAYS, camp.to_arrays())  # strata and features: computed once
@@ -166,7 +177,12 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     strata = np.bincount(np.asarray(camp.strata))
     print(
         f"started a {camp.method}{resolved} {camp.task} campaign on a pile of {n:,} rows "
-        f"(seed {ws.seed}); {strata.size} strata of {strata.min():,}..{strata.max():,} rows"
+        f"(seed {ws.seed}); "
+        + (
+            f"{strata.size} strata of {strata.min():,}..{strata.max():,} rows"
+            if strata.size > 1
+            else "one stratum (the whole pile)"
+        )
     )
     print(f"  wrote {ws.path / STATE_FILE}")
     print(f"  next: labelwise next {ws.path} --batch 20")
