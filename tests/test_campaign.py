@@ -220,6 +220,28 @@ def test_bootstrap_t_covers_a_heavy_left_tail() -> None:
     assert 0.93 <= np.mean(boot) <= 0.97  # ... and not the bootstrap-t
 
 
+def test_bootstrap_t_keeps_the_finite_population_correction() -> None:
+    """200 of 300 rows drawn without replacement: the pivot's resampled standard error carried
+    the correction (1 - f) its with-replacement resamples do not have, which cancelled it: the
+    interval was 1.96 / sqrt(1 - f) = 3.4 standard deviations wide and covered 1.00."""
+    from labelwise.estimation._bootstrap import bootstrap_t_interval
+
+    g = np.random.default_rng(12)
+    n_pop, n, reps = 300, 200, 600
+    y = 1 - 0.1 * g.chisquare(1, n_pop)
+    truth = y.mean()
+    sd = y.std(ddof=1) * np.sqrt((1 - n / n_pop) / n)  # exact sd of the mean
+    one = np.zeros(n, dtype=np.int64)
+    cover, half = [], []
+    for r in range(reps):
+        x = y[g.choice(n_pop, n, replace=False)]
+        lo, hi = bootstrap_t_interval(x, one, np.array([n_pop]), 0.95, gen=np.random.default_rng(r))
+        cover.append(lo <= truth <= hi)
+        half.append((hi - lo) / 2 / sd)
+    assert 0.93 <= np.mean(cover) <= 0.975
+    assert np.mean(half) < 2.3  # about 1.96, not 3.4
+
+
 def test_regression_campaign_reports_bootstrap_t() -> None:
     g = np.random.default_rng(3)
     acts = g.normal(size=(400, 5))
