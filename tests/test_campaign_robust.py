@@ -360,3 +360,16 @@ def test_score_floor_covers_a_rare_huge_error() -> None:
             hits[floor] += e.ci_low <= truth <= e.ci_high
     assert hits[-1.0] / reps >= 0.95
     assert hits[None] / reps < 0.8  # what the floor fixes
+
+
+def test_surrogate_note_names_why_it_was_not_fitted() -> None:
+    """100 labels all correct: the note said 'too few labels for the surrogate (< 20)'."""
+    acts, probs = _data(600)
+    c = lw.Campaign(acts, probs, method="model-assisted", rng=0)
+    rows = c.propose(100)
+    c.record(rows, np.ones(100))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        notes = c.estimate().notes
+    assert any("every recorded score is the same" in n for n in notes)
+    assert not any("too few labels" in n for n in notes)

@@ -766,6 +766,10 @@ class Campaign:
                 pred = coef[0] + self._features @ coef[1:]
                 row_st = self._strata if fmap is None else fmap[self._strata]
                 f_pop = np.bincount(row_st, weights=pred, minlength=h) / np.maximum(sizes, 1)
+            elif np.ptp(y) == 0:
+                lam_note = (
+                    "every recorded score is the same: no surrogate to fit (plain stratified)"
+                )
             else:
                 lam_note = "too few labels for the surrogate (< 20): plain stratified estimator"
         # no floor from the model's calibrated error under the stratum variances any more: a
