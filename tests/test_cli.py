@@ -169,9 +169,13 @@ def test_extend_keeps_prefix_and_estimates(pile: dict, tmp_path: Path) -> None:
     assert (
         json.loads((once / "selection.json").read_text())["selection"]["indices"] == doc["indices"]
     )
-    # estimation needs predictions: none were recorded at selection, so they must be given
+    # the capture's probabilities beside the activations were recorded at selection, so the
+    # estimate needs no --predictions and equals the one from the capture's predictions
     _label(sel_dir, pile["labels"], tmp_path / "labels.csv")
-    assert main(["estimate", str(sel_dir), "--labels", str(tmp_path / "labels.csv")]) == 2
+    assert main(["estimate", str(sel_dir), "--labels", str(tmp_path / "labels.csv")]) == 0
+    recorded = json.loads((sel_dir / "estimate.json").read_text())
+    sources = json.loads((sel_dir / "selection.json").read_text())["sources"]
+    assert sources["probs"]["path"] == str((cap / "probabilities.npy").resolve())
     assert (
         main(
             [
@@ -185,6 +189,8 @@ def test_extend_keeps_prefix_and_estimates(pile: dict, tmp_path: Path) -> None:
         )
         == 0
     )
+    given = json.loads((sel_dir / "estimate.json").read_text())
+    assert given["estimate"]["value"] == recorded["estimate"]["value"]
 
 
 def test_regression_targets_give_one_minus_mse(

@@ -456,3 +456,30 @@ def test_regression_campaign_with_a_score_floor(
         capsys,
     )
     assert code == 2 and "regression" in err
+
+
+def test_a_campaign_on_a_capture_without_probs_is_a_classification_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """'campaign DIR --activations CAP/activations.npy' without --probs started a regression
+    campaign (one stratum) that refused the class labels of its first batch; it now takes the
+    capture's probabilities, and says so."""
+    from synthetic import captured_pile
+
+    names = ["a", "b", "c"]
+    pile = captured_pile(tmp_path, 2, 300, names, 6, [f"{i}.png" for i in range(300)])
+    d = tmp_path / "camp"
+    code, out, err = _run(
+        ["campaign", d, "--activations", pile["cap"] / "activations.npy", "--seed", 0], capsys
+    )
+    assert code == 0, err
+    assert "probabilities.npy" in out and "classification campaign" in out
+    assert _run(["next", d, "--batch", 20], capsys)[0] == 0
+    with open(d / "to_label.csv", newline="") as fh:
+        rows = [int(r["row"]) for r in csv.DictReader(fh)]
+    with open(tmp_path / "labels.csv", "w", newline="") as fh:
+        lines = [[f"{r}.png", names[pile["y"][r]]] for r in rows]
+        csv.writer(fh).writerows([["id", "label"], *lines])
+    code, out, err = _run(["estimate", d, "--labels", tmp_path / "labels.csv", "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["campaign"]["task"] == "classification"

@@ -450,3 +450,40 @@ def test_zarr_pile_captures_like_the_same_npy(
     (tmp_path / "bad.zarr").mkdir()
     assert main([*base, "--inputs", str(tmp_path / "bad.zarr"), "--out", str(tmp_path / "b")]) == 2
     assert "not a readable zarr array" in capsys.readouterr().err
+
+
+def test_a_selection_from_one_capture_file_knows_ids_and_the_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CSS from CAP/probabilities.npy alone wrote no ids (so labels by file name were refused),
+    and SRS/CES from CAP/activations.npy alone recorded no probabilities (so estimate, label
+    and report asked for --predictions): both now find the capture beside the file given."""
+    from synthetic import captured_pile, run_cli
+
+    ids = [f"c/{i:03d}.png" for i in range(80)]
+    pile = captured_pile(tmp_path, 4, 80, CLASSES, 4, ids)
+    cap, y = pile["cap"], pile["y"]
+    preds = pile["probs"].argmax(axis=1)
+    for method, flag, file in (
+        ("css", "--probs", "probabilities.npy"),
+        ("srs", "--activations", "activations.npy"),
+    ):
+        sel = tmp_path / method
+        code, out, err = run_cli(
+            ["select", "--method", method, "--budget", 12, flag, cap / file, "--seed", 0,
+             "--out", sel],
+            capsys,
+        )  # fmt: skip
+        assert code == 0, err
+        with open(sel / "to_label.csv", newline="") as fh:
+            rows = [int(r["row"]) for r in csv.DictReader(fh) if r["id"] == ids[int(r["row"])]]
+        assert len(rows) == 12
+        labels = _write_csv(
+            tmp_path / f"{method}.csv", ["id", "label"], [[ids[r], CLASSES[y[r]]] for r in rows]
+        )
+        code, out, err = run_cli(["estimate", sel, "--labels", labels, "--json"], capsys)
+        assert code == 0, err
+        shown = json.loads(out)
+        assert shown["n_labelled"] == 12
+        if method == "srs":  # a plain mean; CSS weighs its strata
+            assert shown["value"] == pytest.approx(np.mean(preds[rows] == y[rows]))

@@ -44,6 +44,7 @@ from numpy.typing import NDArray
 
 from . import __version__
 from ._results import Selection
+from .adapters._capture import OUTPUT_FILES
 from .exceptions import LabelwiseError
 from .io import (
     atomic_write,
@@ -68,6 +69,7 @@ CAMPAIGN_ARRAYS = "campaign-arrays"  # DIR/campaign-arrays.state.npz: Campaign.t
 CLASSES = "classes.json"
 IDS = "ids.txt"
 CAPTURE = "capture.json"
+CAPTURE_PROBS = OUTPUT_FILES["softmax"]  # beside capture.json: the model's softmax
 
 
 class Workspace:
@@ -210,12 +212,32 @@ class Workspace:
     # ------------------------------------------------------- the pile behind the sources
 
     def capture_dir(self) -> Path | None:
-        """The ``labelwise capture`` directory the activations came from, if any."""
-        info = self.sources.get("activations")
-        if not info:
+        """The ``labelwise capture`` directory a recorded source came from, if any.
+
+        The activations' first, else the probabilities' or predictions': a selection made
+        from ``CAP/probabilities.npy`` alone (CSS) knows its pile's ids and images too.
+        """
+        for key in ("activations", "probs", "predictions"):
+            info = self.sources.get(key)
+            if info:
+                parent = Path(info["path"]).parent
+                if (parent / CAPTURE).is_file():
+                    return parent
+        return None
+
+    def capture_probabilities(self) -> Path | None:
+        """``CAP/probabilities.npy`` of the capture the sources came from, when no
+        probabilities are recorded yet: what ``--probs`` defaults to (None if there is none).
+
+        Without it a selection made from ``--activations`` alone had nothing to score its
+        labels against, and a campaign started without ``--probs`` was a regression one.
+        """
+        if self.has_source("probs"):
             return None
-        parent = Path(info["path"]).parent
-        return parent if (parent / CAPTURE).is_file() else None
+        cap = self.capture_dir()
+        if cap is None or not (cap / CAPTURE_PROBS).is_file():
+            return None
+        return cap / CAPTURE_PROBS
 
     def pile_info(self) -> dict[str, Any] | None:
         """The ``"pile"`` entry of the capture's ``capture.json`` (None if unknown)."""

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -43,3 +44,17 @@ def check_seed(args: Any) -> None:
     n_classes = getattr(args, "n_classes", None)
     if n_classes is not None and n_classes < 2:
         raise LabelwiseError(f"--n-classes must be at least 2, got {n_classes}")
+
+
+def default_probs(ws: Any) -> Path | None:
+    """``--probs`` left out: the capture's ``probabilities.npy`` beside the recorded sources
+    (:meth:`labelwise.workspace.Workspace.capture_probabilities`), announced; else None.
+
+    A selection or campaign made from ``--activations`` alone used to record no model output:
+    ``estimate``, ``label`` and ``report`` then asked for ``--predictions``, and a campaign
+    silently became a regression one that refused class labels.
+    """
+    found = ws.capture_probabilities()
+    if found is not None:
+        print(f"--probs not given: using {found} (the model's probabilities from the capture)")
+    return cast(Path | None, found)

@@ -31,7 +31,7 @@ from ..estimation import correctness, regression_scores
 from ..exceptions import LabelwiseError
 from ..io import file_digest, load_array
 from ..workspace import CAMPAIGN, CAMPAIGN_ARRAYS, Workspace, load_campaign
-from ._common import check_probabilities, fresh_seed
+from ._common import check_probabilities, default_probs, fresh_seed
 from ._piles import CLASSES_HELP, checked_classes, store_classes
 
 STATE_FILE = f"{CAMPAIGN}.state.json"
@@ -81,8 +81,9 @@ def add_parser(sub: Any) -> None:
     c.add_argument(
         "--probs",
         type=Path,
-        help="(N, C) class probabilities, .npy or zarr store (classification); omit for a "
-        "regression model",
+        help="(N, C) class probabilities, .npy or zarr store (classification; default: "
+        "CAP/probabilities.npy when --activations is CAP/activations.npy of 'labelwise "
+        "capture'); omit for a regression model",
     )
     c.add_argument(
         "--predictions",
@@ -132,8 +133,11 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     _check_streamed(acts, "--activations", ndim=2)
     n = acts.shape[0]
     probs = None
-    if args.probs is not None:
-        probs = ws.add_source("probs", args.probs, "--probs")
+    given = args.probs
+    if given is None and args.predictions is None and args.score_floor is None:
+        given = default_probs(ws)  # a regression campaign gives --predictions or --score-floor
+    if given is not None:
+        probs = ws.add_source("probs", given, "--probs")
         if probs.ndim != 2:
             raise LabelwiseError(
                 f"--probs must be (N, C) class probabilities for a campaign, got shape "

@@ -18,7 +18,7 @@ from .._results import Selection
 from ..exceptions import LabelwiseError
 from ..sampling import extend
 from ..workspace import Workspace
-from ._common import check_probabilities, fresh_seed
+from ._common import check_probabilities, default_probs, fresh_seed
 from ._piles import CLASSES_HELP, store_classes
 
 #: CLI flag of each data key (see registry.NEEDS).
@@ -89,7 +89,10 @@ def add_parser(sub: Any) -> None:
         "--activations", type=Path, help="(N, m) last-hidden-layer outputs, .npy or zarr store"
     )
     s.add_argument(
-        "--probs", type=Path, help="(N, C) class probabilities or (N,) confidences, .npy or zarr"
+        "--probs",
+        type=Path,
+        help="(N, C) class probabilities or (N,) confidences, .npy or zarr (default: "
+        "CAP/probabilities.npy when --activations is CAP/activations.npy of 'labelwise capture')",
     )
     s.add_argument(
         "--predictions",
@@ -149,6 +152,10 @@ def cmd_select(args: argparse.Namespace) -> int:
         path = getattr(args, key)
         if path is not None:
             arrays[key] = ws.add_source(key, path, flag)
+    if not {"probs", "predictions"} & arrays.keys():
+        found = default_probs(ws)
+        if found is not None:
+            arrays["probs"] = ws.add_source("probs", found, "--probs")
     if "predictions" in arrays and arrays["predictions"].ndim not in (2, 3):
         raise LabelwiseError(
             f"--predictions must be (models, inputs) or (models, inputs, classes), "
