@@ -218,6 +218,22 @@ def test_labels_by_class_name_and_by_id(tmp_path: Path) -> None:
         read_labels_csv(both, ids=ids)
 
 
+def test_unicode_ids_match_in_either_normal_form(tmp_path: Path) -> None:
+    """'blå.png' typed in a labeller's CSV (composed, NFC) was 'not a row of the pile' when
+    ids.txt held the file name as macOS writes it (decomposed, NFD), and the other way round."""
+    import unicodedata
+
+    nfc, nfd = (unicodedata.normalize(f, "blå/ü.png") for f in ("NFC", "NFD"))
+    assert nfc != nfd
+    for in_ids, in_csv in ((nfd, nfc), (nfc, nfd)):
+        ids = ["a.png", in_ids]
+        by_id = _write_csv(tmp_path / "i.csv", ["id", "label"], [[in_csv, 1], ["a.png", 0]])
+        rows, _, values = read_labels_csv(by_id, ids=ids)
+        assert rows.tolist() == [1, 0] and values.tolist() == [1, 0]
+        both = _write_csv(tmp_path / "b.csv", ["row", "id", "label"], [[1, in_csv, 0]])
+        assert read_labels_csv(both, ids=ids)[0].tolist() == [1]
+
+
 # ------------------------------------------------------------------------------ CLI
 
 

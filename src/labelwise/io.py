@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import tempfile
+import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -25,6 +26,7 @@ from .exceptions import LabelwiseError
 __all__ = [
     "atomic_write",
     "file_digest",
+    "id_key",
     "is_zarr_store",
     "load_array",
     "open_zarr",
@@ -232,6 +234,17 @@ def _hash_file(h: Any, path: Path) -> None:
             h.update(block)
 
 
+def id_key(text: str) -> str:
+    """A row id as compared: stripped and in Unicode normal form C.
+
+    The same file name may be spelt in two forms: macOS writes decomposed names (NFD: 'a' and
+    a combining ring), Linux keeps the bytes it is given and most editors type composed
+    characters (NFC), so ``blå.png`` in a labeller's CSV and in ``ids.txt`` may differ in
+    bytes while naming the same file.
+    """
+    return unicodedata.normalize("NFC", text.strip())
+
+
 def read_labels_csv(
     path: str | os.PathLike[str],
     *,
@@ -305,7 +318,7 @@ def read_labels_csv(
         raise LabelwiseError(f"--labels: {p} has a header but no labels")
     row_of: dict[str, int] | None = None
     if ids is not None and i_id is not None:
-        row_of = {name: r for r, name in enumerate(ids)}
+        row_of = {id_key(name): r for r, name in enumerate(ids)}
     index_of = None if classes is None else {name: k for k, name in enumerate(classes)}
     last = max(i for i in (i_row, i_id, i_val, i_class) if i is not None)
     rows: list[int] = []
@@ -318,7 +331,7 @@ def read_labels_csv(
             row = _parse_int(rec[i_row], p, line_no, "row")
             if row_of is not None and i_id is not None and ids is not None:
                 given = rec[i_id].strip()
-                if 0 <= row < len(ids) and given and ids[row] != given:
+                if 0 <= row < len(ids) and given and id_key(ids[row]) != id_key(given):
                     raise LabelwiseError(
                         f"--labels: {p} line {line_no}: row {row} has id {ids[row]!r}, "
                         f"but the file says {given!r}; is the file from another pile?"
@@ -326,10 +339,10 @@ def read_labels_csv(
         else:
             assert row_of is not None and i_id is not None
             name = rec[i_id].strip()
-            if name not in row_of:
+            if id_key(name) not in row_of:
                 unknown.append((line_no, name))
                 continue
-            row = row_of[name]
+            row = row_of[id_key(name)]
         rows.append(row)
         raw = rec[i_val].strip()
         if raw == "":

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import LabelwiseError
+from ..io import id_key
 from ..labelstudio import LabelStudioAnswers, class_names, read_label_studio_export
 from ..workspace import LABELS, Workspace
 from ._common import DefaultsHelpFormatter
@@ -127,7 +128,7 @@ def check_ids(ws: Workspace, ans: LabelStudioAnswers, export: Path) -> None:
     wrong = []
     for row, got in sorted(ans.ids.items()):
         want = ids[row] if ids is not None and 0 <= row < len(ids) else str(row)
-        if got != {want}:
+        if {id_key(g) for g in got} != {id_key(want)}:
             wrong.append((row, sorted(got)[0], want))
     if wrong:
         r, got_id, want = wrong[0]
