@@ -254,6 +254,33 @@ def test_a_selection_directory(
     assert (st["estimate"]["value"], st["estimate"]["ci_low"]) == (cli["value"], cli["ci_low"])
 
 
+def test_a_ranking_selection_is_labelled_by_class_then_ranked(
+    pile: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'labelwise label' on an sds selection crashed with a traceback (IndexError): it took
+    the models' (M, N) predictions for a regression model's outputs. It now asks for classes
+    and, once every row is labelled, points at 'labelwise rank'."""
+    gen = np.random.default_rng(0)
+    preds = np.where(gen.random((3, N)) < 0.8, pile["y"], (pile["y"] + 1) % len(NAMES))
+    np.save(tmp_path / "preds.npy", preds)
+    d = tmp_path / "sds"
+    argv = ["select", "--method", "sds", "--budget", "6", "--predictions", tmp_path / "preds.npy"]
+    assert main([str(a) for a in [*argv, "--out", d, "--seed", "2"]]) == 0
+    order = proposed(d)
+    s = LabelSession(d)
+    try:
+        st = s.state()
+        assert st["task"] == "classification" and len(st["classes"]) == len(NAMES)
+        for r in order:
+            st = s.answer(r, int(pile["y"][r]))
+    finally:
+        s.close()
+    assert st["estimate"] is None and f"labelwise rank {d}" in st["estimate_note"]
+    capsys.readouterr()
+    assert main(["rank", str(d), "--labels", str(d / "labels.csv")]) == 0
+    assert "3 models ranked on 6 labelled rows" in capsys.readouterr().out
+
+
 # ----------------------------------------------------------------------------- CLI errors
 
 

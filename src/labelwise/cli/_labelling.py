@@ -35,6 +35,7 @@ from typing import IO, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .. import registry
 from .._json import jsonable
 from .._results import Selection
 from ..campaign import Campaign
@@ -157,6 +158,7 @@ class LabelSession:
         """Read the directory: the campaign or selection, the labels file and the page state."""
         self.st: CampaignState | None = None
         self.sel: Selection | None = None
+        self.ranking = False  # a selection of rows to rank models by (sds, ddg, rdg, cppi)
         if self.kind == "campaign":
             self.st = CampaignState.open(self.path)
             check_estimate_args(self.args, self.st)
@@ -171,10 +173,14 @@ class LabelSession:
                     "--until-halfwidth applies to campaigns ('labelwise campaign'), not to a "
                     "selection"
                 )
-            task = "classification" if self.ws.has_source("probs") else "regression"
+            self.ranking = registry.get(self.sel.method).purpose == "ranking"
+            ranked = self.ranking or self.ws.has_source("probs")
+            task = "classification" if ranked else "regression"
         self.task = task
         self.probs = self.ws.load_source("probs") if self.ws.has_source("probs") else None
         self.n_classes = None if self.probs is None else int(self.probs.shape[1])
+        if self.ranking:
+            self.n_classes = self._ranking_classes()
         self.class_names = self._class_names()
         ids = self.ws.row_ids()
         self.ids = ids if ids is not None and len(ids) == self.population_size else None
@@ -212,6 +218,17 @@ class LabelSession:
             return [int(r) for r in self.st.camp.proposed]
         assert self.sel is not None
         return [int(r) for r in self.sel.indices]
+
+    def _ranking_classes(self) -> int:
+        """The classes of a ranking selection: its class names, else those of the models'
+        (M, N, C) probabilities, else one past the largest class the (M, N) models predict."""
+        names = self.ws.classes()
+        if names is not None:
+            return len(names)
+        preds = self.ws.load_source("predictions")
+        if preds.ndim == 3:
+            return int(preds.shape[2])
+        return max(2, int(np.max(preds)) + 1)
 
     def _class_names(self) -> list[str]:
         names = self.ws.classes()
@@ -490,7 +507,7 @@ class LabelSession:
                 {"class": int(c), "name": self.class_names[int(c)], "p": float(p[c])} for c in top
             ]
             info["prediction"] = int(top[0])
-        elif self.ws.has_source("predictions"):
+        elif self.ws.has_source("predictions") and not self.ranking:  # regression outputs
             pred = np.asarray(self.ws.load_source("predictions")[row], dtype=np.float64)
             info["predicted_value"] = pred.tolist()
         return info
@@ -575,6 +592,12 @@ class LabelSession:
         if missing:
             self.est_note = (
                 f"the estimate comes once every selected row is labelled ({missing} to go)"
+            )
+            return
+        if self.ranking:
+            self.est_note = (
+                f"every selected row is labelled; a {self.sel.method} selection ranks models: "
+                f"labelwise rank {self.path} --labels {self.path / LABELS}"
             )
             return
         from .estimate import selection_estimate
