@@ -93,6 +93,11 @@ def test_select_label_rank(
     preds = np.load(zoo["dir"] / "preds.npy")
     np.testing.assert_allclose(acc, (preds[:, idx] == zoo["labels"][idx]).mean(axis=1))
     assert "P(better than next)" in table and "lr-tiny" in table
+    # 'estimate' asked for --predictions, which a ranking selection cannot give: it now
+    # names the command that uses these labels
+    assert main(["estimate", str(d), "--labels", str(labels)]) == 2
+    err = capsys.readouterr().err
+    assert "selection ranks models" in err and f"'labelwise rank {d} --labels {labels}'" in err
     # the best true model is ranked in the top two from 150 labels
     assert doc["rank"][int(np.argmax(zoo["truth"]))] <= 2
     assert all(0.0 <= p <= 1.0 for p in doc["prob_better"])

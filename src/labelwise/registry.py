@@ -28,7 +28,7 @@ from ._params import Param, declared_params
 from ._results import Estimate, Selection
 from .exceptions import LabelwiseError
 
-__all__ = ["NEEDS", "Method", "get", "methods", "names", "register"]
+__all__ = ["NEEDS", "Method", "get", "methods", "names", "rank_instead", "register"]
 
 #: What a method is run on, by the key its data is recorded under in a selection directory.
 NEEDS: dict[str | None, str] = {
@@ -164,6 +164,15 @@ def get(name: str) -> Method:
         return _METHODS[name]
     except KeyError:
         raise LabelwiseError(f"method must be one of {list(_METHODS)}, got {name!r}") from None
+
+
+def rank_instead(method: str, directory: Any, labels: Any) -> str:
+    """What a command that estimates says of a ranking method's selection (no estimator):
+    the ``labelwise rank`` command that uses its labels."""
+    return (
+        f"a {method} selection ranks models and has no accuracy estimate; run 'labelwise rank "
+        f"{directory} --labels {labels}'"
+    )
 
 
 def names(purpose: str | None = None) -> tuple[str, ...]:

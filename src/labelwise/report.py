@@ -237,8 +237,8 @@ def _selection_data(
         ranking = None
     if est is None and ranking is None:
         raise LabelwiseError(
-            f"DIR {d}: a {sel.method} selection ranks models and has no accuracy estimate; "
-            f"run 'labelwise rank {d} --labels {path}' first, then the report shows its ranking"
+            f"DIR {d}: {registry.rank_instead(sel.method, d, path)} first, then the report "
+            "shows its ranking"
         )
     per_class: list[dict[str, Any]] = []
     names = ws.classes()

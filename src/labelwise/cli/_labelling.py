@@ -595,10 +595,8 @@ class LabelSession:
             )
             return
         if self.ranking:
-            self.est_note = (
-                f"every selected row is labelled; a {self.sel.method} selection ranks models: "
-                f"labelwise rank {self.path} --labels {self.path / LABELS}"
-            )
+            labels = self.path / LABELS
+            self.est_note = registry.rank_instead(self.sel.method, self.path, labels)
             return
         from .estimate import selection_estimate
 

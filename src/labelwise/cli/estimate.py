@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import registry
 from .._json import dumps
 from .._results import Estimate, Selection
 from .._scoring import selection_scores
@@ -100,6 +101,8 @@ def selection_estimate(
 
     What ``labelwise estimate DIR`` does on a selection (``labelwise label`` calls it too).
     """
+    if registry.get(sel.method).estimator is None:
+        raise LabelwiseError(registry.rank_instead(sel.method, ws.path, args.labels))
     kind, ordered = ws.read_labels(args.labels, sel)
     scores, metric = _scores(args, ws, sel, kind, ordered)
     est = estimate(sel, scores, confidence=args.confidence, metric=metric)
