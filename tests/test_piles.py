@@ -503,3 +503,36 @@ def test_a_selection_from_one_capture_file_knows_ids_and_the_model(
         assert shown["n_labelled"] == 12
         if method == "srs":  # a plain mean; CSS weighs its strata
             assert shown["value"] == pytest.approx(np.mean(preds[rows] == y[rows]))
+
+
+def test_classes_that_contradict_the_capture_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'estimate --classes' naming the capture's classes in another order was taken: labels
+    by name were then scored against the wrong class numbers (0.05 for a model of 0.7),
+    exit 0. Names that contradict CAP/classes.json are now an error; the same names pass."""
+    from synthetic import captured_pile, run_cli
+
+    ids = [f"{i}.png" for i in range(40)]
+    pile = captured_pile(tmp_path, 5, 40, CLASSES, 4, ids)
+    sel = tmp_path / "sel"
+    argv = ["select", "--method", "srs", "--budget", 40, "--activations"]
+    code, _, err = run_cli([*argv, pile["cap"] / "activations.npy", "--out", sel], capsys)
+    assert code == 0, err
+    labels = _write_csv(
+        tmp_path / "l.csv",
+        ["id", "label"],
+        [[i, CLASSES[c]] for i, c in zip(ids, pile["y"], strict=True)],
+    )
+    (tmp_path / "rev.txt").write_text("\n".join(reversed(CLASSES)) + "\n")
+    (tmp_path / "same.txt").write_text("\n".join(CLASSES) + "\n")
+    code, _, err = run_cli(
+        ["estimate", sel, "--labels", labels, "--classes", tmp_path / "rev.txt"], capsys
+    )
+    assert code == 2 and "names the classes otherwise than the capture's" in err, err
+    assert not (sel / "classes.json").exists()
+    code, out, err = run_cli(
+        ["estimate", sel, "--labels", labels, "--classes", tmp_path / "same.txt", "--json"], capsys
+    )
+    truth = np.mean(pile["probs"].argmax(axis=1) == pile["y"])
+    assert code == 0 and json.loads(out)["value"] == pytest.approx(truth), err

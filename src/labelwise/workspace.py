@@ -260,12 +260,15 @@ class Workspace:
         if self._held_classes is not None:
             return self._held_classes
         for where in (self.path, self.capture_dir()):
-            if where is not None and (where / CLASSES).is_file():
-                names = read_json(where / CLASSES, f"{where / CLASSES}")
-                if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-                    raise LabelwiseError(f"{where / CLASSES} must be a JSON list of names")
-                return tuple(names)
+            names = _names_in(where)
+            if names is not None:
+                return names
         return None
+
+    def capture_classes(self) -> tuple[str, ...] | None:
+        """The class names the capture recorded (``CAP/classes.json``: ``capture --classes``
+        or the model's own), or None."""
+        return _names_in(self.capture_dir())
 
     def set_classes(self, names: list[str] | tuple[str, ...]) -> Path:
         """Write ``DIR/classes.json``."""
@@ -595,3 +598,13 @@ def check_output_file(
 def _check_name(name: str) -> None:
     if not name or not all(c.isalnum() or c in "-_" for c in name):
         raise LabelwiseError(f"name must be letters, digits, - or _, got {name!r}")
+
+
+def _names_in(where: Path | None) -> tuple[str, ...] | None:
+    """The class names of ``where/classes.json`` (None if ``where`` or the file is missing)."""
+    if where is None or not (where / CLASSES).is_file():
+        return None
+    names = read_json(where / CLASSES, f"{where / CLASSES}")
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise LabelwiseError(f"{where / CLASSES} must be a JSON list of names")
+    return tuple(names)

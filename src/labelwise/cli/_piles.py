@@ -189,6 +189,16 @@ def checked_classes(
             f"--classes: {path} names {len(names)} classes, the model has {n_classes} "
             "(columns of the probabilities)"
         )
+    captured = ws.capture_classes()
+    if captured is not None and list(captured) != names:
+        cap = ws.capture_dir()
+        shown = ", ".join(captured[:5]) + (", ..." if len(captured) > 5 else "")
+        raise LabelwiseError(
+            f"--classes: {path} names the classes otherwise than the capture's "
+            f"{cap and cap / CLASSES} ({shown}), which say what the model's class numbers mean; "
+            "labels read with other names would be scored against the wrong classes. Leave "
+            "--classes out, or correct that file"
+        )
     own = ws.path / CLASSES
     if own.is_file() and not fresh:
         before = ws.classes()
