@@ -90,3 +90,18 @@ def test_label_csv_reads_kinds(tmp_path: Path) -> None:
     path.write_text("Row,Target\n3,0.5\n1,2.0\n\n")
     rows, kind, values = read_labels_csv(path)
     assert kind == "target" and rows.tolist() == [3, 1] and values.tolist() == [0.5, 2.0]
+
+
+def test_label_csv_from_a_semicolon_or_tab_spreadsheet(tmp_path: Path) -> None:
+    """A spreadsheet where the comma is the decimal mark saves 'row;label' (or tabs): it was
+    refused as one column 'row;label'. The header's separator is now used, and there a
+    decimal comma ('0,5') is a number."""
+    path = tmp_path / "l.csv"
+    path.write_text("\ufeffrow;label\r\n3;1\r\n1;0\r\n", encoding="utf-8")
+    rows, kind, values = read_labels_csv(path)
+    assert kind == "label" and rows.tolist() == [3, 1] and values.tolist() == [1, 0]
+    path.write_text("row\tscore\n3\t0,5\n1\t1\n")
+    rows, kind, values = read_labels_csv(path)
+    assert kind == "score" and values.tolist() == [0.5, 1.0]
+    path.write_text("row,score\n3,0.25\n")  # a comma file keeps its dots
+    assert read_labels_csv(path)[2].tolist() == [0.25]

@@ -275,7 +275,9 @@ def read_labels_csv(
         raise LabelwiseError(f"--labels: {p} does not exist")
     try:
         with open(p, encoding="utf-8-sig", newline="") as fh:  # -sig: spreadsheets write a BOM
-            reader = csv.reader(fh)
+            sep = _delimiter(fh.readline())
+            reader = csv.reader(fh, delimiter=sep)
+            fh.seek(0)
             header = next(reader, None)
             body = [r for r in reader if r and any(c.strip() for c in r)]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
@@ -347,8 +349,10 @@ def read_labels_csv(
         raw = rec[i_val].strip()
         if raw == "":
             raise LabelwiseError(f"--labels: {p} line {line_no} has an empty {kind}")
-        if kind != "label":
-            vals.append(_parse_float(raw, p, line_no, kind))
+        if kind != "label":  # with ';' or tab between fields a comma is the decimal mark
+            vals.append(
+                _parse_float(raw if sep == "," else raw.replace(",", "."), p, line_no, kind)
+            )
         elif i_class is not None:
             vals.append(_class_column(rec, i_val, i_class, p, line_no, classes, index_of))
         elif index_of is not None and raw in index_of:
@@ -382,6 +386,17 @@ def read_labels_csv(
 
 
 CLASS_COLUMN = "class"
+
+
+def _delimiter(header: str) -> str:
+    """The field separator of a labels file, read from its header line: a comma, or the
+    semicolon or tab a spreadsheet writes where the comma is the decimal mark (a header
+    with no comma but one of those)."""
+    if "," not in header:
+        for sep in (";", "\t"):
+            if sep in header:
+                return sep
+    return ","
 
 
 def write_labels_csv(
