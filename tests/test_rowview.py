@@ -265,6 +265,32 @@ def test_npz_pile_shows_the_row_values_and_a_picture(
         RowView(_ws(d))
 
 
+def test_zarr_pile_shows_the_row_values_and_a_picture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], torch_model: tuple[Path, Any]
+) -> None:
+    """A pile captured from a zarr store ('capture --inputs pile.zarr', kind 'zarr') was 'of an
+    unknown kind' to the page and to Label Studio's export: rows by number only. It is an
+    array pile like .npy and .npz."""
+    zarr = pytest.importorskip("zarr")
+    model_path, _ = torch_model
+    pixels = np.random.default_rng(3).uniform(0, 1, size=(30, 1, 8, 8)).astype(np.float32)
+    store = zarr.open(
+        str(tmp_path / "pile.zarr"), mode="w", shape=pixels.shape, chunks=(7, 1, 8, 8), dtype="f4"
+    )
+    store[:] = pixels
+    _, d, rows = _captured_campaign(tmp_path, capsys, model_path, tmp_path / "pile.zarr")
+    first = rows[0]
+    served, state = _page(d)
+    try:
+        assert state["current"]["view"] == {"type": "image", "url": f"/api/image/{first}"}
+        assert served.get(f"/api/image/{first}")[:3:2] == (200, "image/png")
+    finally:
+        served.stop()
+    tasks, _, _ = _export(d, capsys)
+    shown = ", ".join(f"{float(v):.4g}" for v in pixels[first].reshape(-1))
+    assert tasks[0]["data"]["text"] == f"row {first}: [{shown}]"
+
+
 def test_csv_blank_lines_are_no_rows_and_relative_paths_read_against_the_capture(
     tmp_path: Path,
 ) -> None:

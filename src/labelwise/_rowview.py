@@ -56,9 +56,9 @@ from .workspace import CAPTURE, Workspace
 __all__ = ["RowView"]
 
 _IMAGE_KINDS = ("images", "image", "image-folder")
-_ARRAY_KINDS = ("npy", "npz", "array")
+_ARRAY_KINDS = ("npy", "npz", "zarr", "array")
 _TABLE_KINDS = ("csv", "parquet", "table")
-_RECORDED = ("npy", "npz", "images", "csv", "parquet")
+_RECORDED = ("npy", "npz", "zarr", "images", "csv", "parquet")
 _TEXT_VALUES = 64  # a longer row is shown truncated in the text form
 
 
@@ -133,7 +133,7 @@ class RowView:
         self.path = p
         pile = self._open()
         self._check_pile(pile, kind)
-        self.kind = "array" if pile.kind in ("npy", "npz") else "table"
+        self.kind = "array" if pile.kind in _ARRAY_KINDS else "table"
 
     # ----------------------------------------------------------------------- opening
 
