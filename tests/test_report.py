@@ -469,3 +469,16 @@ def test_report_out_never_replaces_what_it_should_not(
     assert code == 2 and "File name too long" in err and "Traceback" not in err
     code, _out, err = run_cli(["report", d, "--out", base / "acts.npy" / "r.html"], capsys)
     assert code == 2 and "is a file, not a directory" in err
+
+
+def test_report_after_extend_names_the_labels_file_it_read(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'report DIR' after 'select --extend' said '--labels: 5 selected rows have no label' to
+    a user who gave no --labels: it now names DIR/labels.csv and what to do."""
+    d = _selection(pile, capsys, "srs")
+    assert run_cli(["select", "--extend", d, "--budget", "5"], capsys)[0] == 0
+    code, _, err = run_cli(["report", d], capsys)
+    assert code == 2
+    assert f"5 selected rows have no label in {d / 'labels.csv'}" in err
+    assert "add them to that file" in err

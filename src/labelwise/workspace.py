@@ -381,8 +381,8 @@ class Workspace:
         missing = [int(r) for r in sel.indices if int(r) not in have]
         if missing:
             raise LabelwiseError(
-                f"--labels: {len(missing)} selected rows have no label, e.g. {missing[:10]} "
-                f"(see {self.to_label})"
+                f"--labels: {len(missing)} selected rows have no label in {path}, e.g. "
+                f"{missing[:10]}: label them (see {self.to_label}) and add them to that file"
             )
         return kind, np.asarray([have[int(r)] for r in sel.indices])
 
