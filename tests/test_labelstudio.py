@@ -382,3 +382,32 @@ def test_json_min_import_into_a_campaign_names_rows_missing_from_the_export(
     assert "imported 29 labels from 29 Label Studio tasks (JSON-MIN export)" in out
     assert "1 row awaiting labels has no task in the export" in out and f": {gone}\n" in out
     assert "29 new labels; 29 labelled, 1 awaiting labels" in out
+
+
+def test_a_ranking_selection_round_trips_and_points_at_rank(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An sds selection (the models' (M, N) classes, no class names) could not be exported
+    ('no class names ... record --probs'), and an import that completed it said 'labelwise
+    estimate', which refuses a ranking selection. Its choices are now the models' classes,
+    and the import points at 'labelwise rank'."""
+    gen = np.random.default_rng(4)
+    y = gen.integers(3, size=90)
+    preds = np.where(gen.random((3, 90)) < 0.7, y, (y + 1) % 3)
+    np.save(tmp_path / "preds.npy", preds)
+    d = tmp_path / "sds"
+    argv = ["select", "--method", "sds", "--budget", 9, "--predictions", tmp_path / "preds.npy"]
+    assert run_cli([*argv, "--out", d, "--seed", 0], capsys)[0] == 0
+    tasks = _export(d, capsys)
+    config = ET.fromstring((d / "label-studio-tasks.config.xml").read_text())
+    assert [c.get("value") for c in config.iter("Choice")] == ["0", "1", "2"]
+    records = [
+        {"id": i, **t["data"], "label": str(y[t["data"]["labelwise_row"]])}
+        for i, t in enumerate(tasks)
+    ]
+    (tmp_path / "export.json").write_text(json.dumps(records))
+    code, out, err = run_cli(["import", d, tmp_path / "export.json"], capsys)
+    assert code == 0, err
+    assert f"labelwise rank {d} --labels" in out
+    code, out, err = run_cli(["rank", d, "--labels", d / "labels.csv"], capsys)
+    assert code == 0 and "3 models ranked on 9 labelled rows" in out, err

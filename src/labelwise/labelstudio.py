@@ -70,6 +70,8 @@ def class_names(ws: Workspace) -> tuple[str, ...]:
         probs = ws.load_source("probs")
         if probs.ndim == 2:
             return tuple(str(c) for c in range(probs.shape[1]))
+    if ws.kind == "selection" and (n := ws.models_classes()) is not None:  # models to rank
+        return tuple(str(c) for c in range(n))
     raise LabelwiseError(
         f"no class names for {ws.path}: write them to {ws.path / 'classes.json'} (a JSON list, "
         "index = class) or record --probs with the selection or campaign"

@@ -265,6 +265,19 @@ class Workspace:
                 return names
         return None
 
+    def models_classes(self) -> int | None:
+        """How many classes the ranked models' recorded ``predictions`` show: C of (M, N, C)
+        probabilities, one past the largest class of (M, N) integer classes; else None (no
+        such source, or a regression model's outputs)."""
+        if not self.has_source("predictions"):
+            return None
+        preds = self.load_source("predictions")
+        if preds.ndim == 3:
+            return int(preds.shape[2])
+        if preds.ndim == 2 and preds.dtype.kind in "iu":
+            return max(2, int(np.max(preds)) + 1)
+        return None
+
     def capture_classes(self) -> tuple[str, ...] | None:
         """The class names the capture recorded (``CAP/classes.json``: ``capture --classes``
         or the model's own), or None."""

@@ -225,10 +225,7 @@ class LabelSession:
         names = self.ws.classes()
         if names is not None:
             return len(names)
-        preds = self.ws.load_source("predictions")
-        if preds.ndim == 3:
-            return int(preds.shape[2])
-        return max(2, int(np.max(preds)) + 1)
+        return self.ws.models_classes() or 2
 
     def _class_names(self) -> list[str]:
         names = self.ws.classes()

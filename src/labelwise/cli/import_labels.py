@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import registry
 from ..exceptions import LabelwiseError
 from ..io import id_key
 from ..labelstudio import LabelStudioAnswers, class_names, read_label_studio_export
@@ -196,7 +197,13 @@ def _import(
     if missing:
         print(f"  {missing} selected rows still lack a label (see {ws.to_label})")
     else:
-        print(f"  every selected row is labelled: labelwise estimate {args.dir} --labels {path}")
+        method = Workspace.open(args.dir)[1].method
+        then = (
+            f"labelwise rank {args.dir} --labels {path}"
+            if registry.get(method).purpose == "ranking"
+            else f"labelwise estimate {args.dir} --labels {path}"
+        )
+        print(f"  every selected row is labelled: {then}")
     return 0
 
 
