@@ -536,3 +536,37 @@ def test_classes_that_contradict_the_capture_are_refused(
     )
     truth = np.mean(pile["probs"].argmax(axis=1) == pile["y"])
     assert code == 0 and json.loads(out)["value"] == pytest.approx(truth), err
+
+
+def test_a_project_folder_moved_as_a_whole_still_works(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A team copies its folder (capture and selection side by side) elsewhere: every command
+    failed with 'probs recorded in selection.json: /old/cap/probabilities.npy does not exist'.
+    Sources are now also found where they lay relative to the directory (sha256 checked);
+    one that is really gone is named with both places to put it back."""
+    from synthetic import captured_pile, run_cli
+
+    ids = [f"{i}.png" for i in range(50)]
+    (tmp_path / "old").mkdir()
+    pile = captured_pile(tmp_path / "old", 6, 50, CLASSES, 4, ids)
+    sel = tmp_path / "old" / "sel"
+    argv = ["select", "--method", "srs", "--budget", 10, "--seed", 1, "--out", sel]
+    code, _, err = run_cli([*argv, "--activations", pile["cap"] / "activations.npy"], capsys)
+    assert code == 0, err
+    with open(sel / "to_label.csv", newline="") as fh:
+        rows = [int(r["row"]) for r in csv.DictReader(fh)]
+    _write_csv(sel / "labels.csv", ["row", "label"], [[r, pile["y"][r]] for r in rows])
+    (tmp_path / "old").rename(tmp_path / "new")
+    moved = tmp_path / "new" / "sel"
+    code, out, err = run_cli(
+        ["estimate", moved, "--labels", moved / "labels.csv", "--json"], capsys
+    )
+    assert code == 0, err
+    assert json.loads(out)["value"] == np.mean(
+        pile["probs"].argmax(axis=1)[rows] == pile["y"][rows]
+    )
+    (tmp_path / "new" / "cap" / "probabilities.npy").unlink()
+    code, _, err = run_cli(["estimate", moved, "--labels", moved / "labels.csv"], capsys)
+    assert code == 2 and "probabilities.npy does not exist (moved or deleted?)" in err
+    assert f"or at {moved / '..' / 'cap' / 'probabilities.npy'}" in err

@@ -34,6 +34,7 @@ The CLI, the demo and (later) campaigns all read and write a selection through
 from __future__ import annotations
 
 import hashlib
+import os
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -179,6 +180,8 @@ class Workspace:
         arr = load_array(p, what)
         self.sources[key] = {
             "path": str(p.resolve()),
+            # where it lies from this directory: found there when both were moved together
+            "relative": _relative(p, self.path),
             "sha256": file_digest(p),
             "shape": list(arr.shape),
         }
@@ -187,6 +190,17 @@ class Workspace:
 
     def has_source(self, key: str) -> bool:
         return bool(self.sources.get(key))
+
+    def source_path(self, key: str) -> Path:
+        """Where a recorded source lies: its recorded path, else, when that is gone, the same
+        place relative to this directory (a project folder copied or moved as a whole holds
+        the pile and the selection together; the sha256 still has to match)."""
+        info = self.sources[key]
+        path = Path(info["path"])
+        rel = info.get("relative")
+        if not path.exists() and isinstance(rel, str) and (self.path / rel).exists():
+            return self.path / rel
+        return path
 
     def load_source(self, key: str) -> Any:
         """Reload a recorded source; an error if the file changed since it was recorded.
@@ -199,7 +213,14 @@ class Workspace:
         info = self.sources.get(key)
         if not info:
             raise LabelwiseError(f"the selection does not record its {key} file")
-        path = Path(info["path"])
+        path = self.source_path(key)
+        if not path.exists():
+            rel = info.get("relative")
+            also = f" or at {self.path / rel}" if isinstance(rel, str) else ""
+            raise LabelwiseError(
+                f"the {key} file recorded with the {self.kind} in {self.path} is gone: {path} "
+                f"does not exist (moved or deleted?); put it back there{also}"
+            )
         arr = load_array(path, f"{key} recorded in {SELECTION}")
         if file_digest(path) != info.get("sha256"):
             raise LabelwiseError(
@@ -218,9 +239,8 @@ class Workspace:
         from ``CAP/probabilities.npy`` alone (CSS) knows its pile's ids and images too.
         """
         for key in ("activations", "probs", "predictions"):
-            info = self.sources.get(key)
-            if info:
-                parent = Path(info["path"]).parent
+            if self.sources.get(key):
+                parent = self.source_path(key).parent
                 if (parent / CAPTURE).is_file():
                     return parent
         return None
@@ -621,3 +641,12 @@ def _names_in(where: Path | None) -> tuple[str, ...] | None:
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise LabelwiseError(f"{where / CLASSES} must be a JSON list of names")
     return tuple(names)
+
+
+def _relative(path: Path, start: Path) -> str | None:
+    """``path`` relative to the directory ``start`` (None where there is no such path, e.g.
+    another drive)."""
+    try:
+        return os.path.relpath(path.resolve(), start.resolve())
+    except ValueError:
+        return None
