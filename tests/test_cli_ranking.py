@@ -132,6 +132,16 @@ def test_sds_extend_and_ranking_errors(
     capsys.readouterr()
     assert main(["rank", str(d), "--labels", str(labels), "--names", "a,b"]) == 2
     assert "--names must name all 6 models" in capsys.readouterr().err
+    # ranking again after an extension kept no names (M1, M2, ...): the last --names stay
+    names = "lr-tiny,lr-small,lr,1nn,25nn,nb"
+    assert main(["rank", str(d), "--labels", str(labels), "--names", names]) == 0
+    assert main(["select", "--extend", str(d), "--budget", "5"]) == 0
+    labels = _label(d, zoo["labels"])
+    capsys.readouterr()
+    assert main(["rank", str(d), "--labels", str(labels)]) == 0
+    assert "lr-tiny" in capsys.readouterr().out
+    doc = json.loads((d / "ranking.json").read_text())["ranking"]
+    assert doc["model_names"] == names.split(",") and doc["n_labelled"] == 55
     one = tmp_path / "one.npy"
     np.save(one, np.load(zoo["dir"] / "preds.npy")[:1])
     assert (

@@ -44,7 +44,11 @@ def add_parser(sub: Any) -> None:
         help="(M, N) classes or (M, N, C) probabilities, .npy or zarr (default: the selection's)",
     )
     rk.add_argument("--classes", type=Path, help=CLASSES_HELP + " (saved as DIR/classes.json)")
-    rk.add_argument("--names", help="comma-separated model names (default M1, M2, ...)")
+    rk.add_argument(
+        "--names",
+        help="comma-separated model names (default: those the last rank in DIR was given, "
+        "else M1, M2, ...)",
+    )
     rk.add_argument("--confidence", type=float, default=0.95, help="confidence level")
     rk.add_argument(
         "--bootstrap", type=int, default=2000, help="bootstrap replicates (cppi: posterior draws)"
@@ -92,6 +96,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
     if args.names is not None:
         given = [n.strip() for n in args.names.split(",")]
         names = list(check_model_names(given, preds.shape[0], "--names"))
+    elif args.predictions is None:  # the recorded models: the names a ranking gave them
+        names = _earlier_names(ws, sel, labels, preds.shape[0])
     if not 0 < args.rank_level < 1:
         raise LabelwiseError(f"--rank-level must be in (0, 1), got {args.rank_level}")
     if sel.method == "cppi":
@@ -120,6 +126,18 @@ def cmd_rank(args: argparse.Namespace) -> int:
     ws.write_ranking({"ranking": ranking.to_dict(), "method": sel.method}, sel, labels)
     print(format_ranking(ranking, sel))
     return 0
+
+
+def _earlier_names(ws: Workspace, sel: Selection, labels: Any, n_models: int) -> list[str] | None:
+    """The --names of the last 'rank' in DIR (ranking.json), so that ranking again after
+    'select --extend' keeps them (it printed M1, M2, ... before); None if there are none."""
+    earlier, _ = ws.ranking(sel, labels)
+    names = None if earlier is None else earlier.get("model_names")
+    if not isinstance(names, list) or len(names) != n_models:
+        return None
+    if names == [f"M{m + 1}" for m in range(n_models)]:
+        return None
+    return list(check_model_names([str(n) for n in names], n_models, "ranking.json"))
 
 
 def format_ranking(ranking: Any, sel: Selection) -> str:
