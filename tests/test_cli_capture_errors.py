@@ -52,6 +52,28 @@ def _mlp() -> nn.Sequential:
     return nn.Sequential(nn.Linear(64, 16), nn.ReLU(), nn.Linear(16, 4))
 
 
+def test_an_image_folder_the_model_refuses_names_the_image_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """RGB images captured with --channels 1 for a 3-channel CNN: the error said to 'reshape
+    the inputs', which a folder of images cannot; it now names how the images were read and
+    the options that shape them."""
+    image = pytest.importorskip("PIL.Image")
+    (tmp_path / "pile").mkdir()
+    for i in range(4):
+        image.fromarray(np.full((8, 8, 3), 40 * i, dtype=np.uint8)).save(
+            tmp_path / "pile" / f"{i}.png"
+        )
+    torch.manual_seed(0)
+    cnn = nn.Sequential(nn.Conv2d(3, 2, 3), nn.Flatten(), nn.Linear(72, 3))
+    argv = ["capture", "--model", _save(cnn, tmp_path / "cnn.pt"), "--inputs", tmp_path / "pile"]
+    code = main([str(a) for a in [*argv, "--channels", "1", "--out", tmp_path / "cap"]])
+    err = capsys.readouterr().err
+    assert code == 2 and "in_channels=3" in err
+    assert "the images were read as (1, 8, 8) (1 channel(s), layout chw)" in err
+    assert "--channels 1|3, --image-size HxW and --layout chw|hwc" in err
+
+
 @pytest.mark.parametrize("fmt", ["pickle", "torchscript"])
 def test_wrong_input_shape_is_an_error_not_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str

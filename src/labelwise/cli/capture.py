@@ -204,9 +204,19 @@ CAPTURE_FILES = (
 )
 
 
-def _table_hint(inputs: Any, message: str) -> str:
-    """For a table pile whose rows the model refused: which columns made the rows."""
+def _pile_hint(inputs: Any, message: str) -> str:
+    """For a table pile whose rows the model refused: which columns made the rows; for an
+    image folder: the options that shaped the images (the model's error says to reshape the
+    inputs, which a folder of images cannot)."""
     about = inputs.describe() if hasattr(inputs, "describe") else {}
+    prep = about.get("preprocessing")
+    refused = "failed on" in message or "expects input" in message
+    if about.get("kind") == "images" and isinstance(prep, dict) and refused:
+        return (
+            f"; the images were read as {tuple(about.get('shape') or ())[1:]} "
+            f"({prep.get('channels')} channel(s), layout {prep.get('layout')}): set "
+            "--channels 1|3, --image-size HxW and --layout chw|hwc to what the model takes"
+        )
     columns = about.get("columns")
     if about.get("kind") not in ("csv", "parquet") or not columns or "failed on" not in message:
         return ""
@@ -237,7 +247,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         try:
             cap, about = _capture(args, inputs, stage, notes)
         except LabelwiseError as exc:
-            raise LabelwiseError(f"{exc}{_table_hint(inputs, str(exc))}") from exc
+            raise LabelwiseError(f"{exc}{_pile_hint(inputs, str(exc))}") from exc
         n_out = int(cap.outputs.shape[1])
         if classes is not None and cap.head == "softmax" and len(classes) != n_out:
             raise LabelwiseError(
