@@ -575,3 +575,14 @@ def test_regression_strata_are_not_allocated_against_their_spread() -> None:
         err.append(camp.estimate().value - scores.mean())
     srs_mse = (1 - 100 / n) * scores.var(ddof=1) / 100
     assert np.mean(np.square(err)) / srs_mse < 1.4
+
+
+def test_every_label_correct_gives_an_accuracy_of_exactly_one() -> None:
+    """The plain stratified estimate with every label correct was 1.0000000000000002 (the
+    float sum of the stratum weights), an accuracy above 1 in estimate --json and the report."""
+    from labelwise.campaign._estimators import stratified_difference
+
+    sizes = np.array([31, 33, 59, 32, 15, 19, 57])
+    strata = np.repeat(np.arange(sizes.size), 3)
+    assert stratified_difference(np.ones(strata.size), strata, sizes).value == 1.0
+    assert stratified_difference(np.zeros(strata.size), strata, sizes).value == 0.0
