@@ -373,3 +373,32 @@ def test_surrogate_note_names_why_it_was_not_fitted() -> None:
         notes = c.estimate().notes
     assert any("every recorded score is the same" in n for n in notes)
     assert not any("too few labels" in n for n in notes)
+
+
+def test_worth_is_the_srs_size_with_the_same_interval_and_never_above_the_pile() -> None:
+    """'45 labels are worth about 144 random ones' on a pile of 123, and '12 labels worth 1'
+    when all 12 were correct (user-journey sweep). The worth is now the SRS size whose own
+    interval (Wilson's with the finite-population factor) is as wide: exactly inverse to it."""
+    from labelwise.campaign._estimators import srs_worth
+    from labelwise.estimation.estimators import wilson_interval, without_replacement_factor
+
+    for m, k, n_pop in ((50, 45, 1000), (12, 12, 123), (100, 61, 150)):
+        lo, hi = wilson_interval(k, m, 0.95, fpc=without_replacement_factor(m, n_pop))
+        assert srs_worth(k / m, (hi - lo) / 2, 0.0, m, n_pop, 0.95, binary=True) == pytest.approx(
+            m, rel=1e-6
+        )
+    g = np.random.default_rng(0)
+    n_pop = 123
+    acts = g.normal(size=(n_pop, 8))
+    probs = g.dirichlet(np.ones(3) * 0.3, size=n_pop)
+    correct = (g.random(n_pop) < probs.max(axis=1)).astype(float)
+    c = lw.Campaign(acts, probs, rng=0)
+    for _ in range(6):
+        rows = c.propose(15)
+        c.record(rows, correct[rows])
+        e = c.estimate()
+        assert 1 <= e.effective_sample_size <= n_pop
+    c = lw.Campaign(acts, probs, rng=1)
+    rows = c.propose(12)
+    c.record(rows, np.ones(12))
+    assert 4 <= c.estimate().effective_sample_size <= 12

@@ -218,6 +218,44 @@ def kish_size(weights: NDArray[np.float64]) -> float:
     return float(weights.sum() ** 2 / np.sum(weights**2))
 
 
+def srs_worth(
+    value: float, half: float, s2: float, n: int, n_pop: int, confidence: float, *, binary: bool
+) -> float:
+    """How many simple random draws (without replacement) would give an interval as narrow as
+    ``half`` (the reported half-width): "these n labels are worth about m random ones".
+
+    Accuracy: the m at which SRS's own interval, Wilson's with the finite-population factor
+    (:func:`labelwise.srs_estimate`), is as wide at the same estimate (bisection; Wilson's
+    width at p = 1 is z² / (m + z²), so a campaign whose labels are all correct is worth
+    about what as many correct random labels are). Regression: the m with
+    z² S² (1 / m - 1 / N) = half², S² = ``s2`` the pile's variance estimated from the labels
+    (n when it is 0). Always in [1, N]: no sample is worth more rows than the pile has.
+    """
+    if not math.isfinite(half):
+        return 1.0
+    if half <= 0:
+        return float(n_pop)
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    if not binary:
+        if s2 <= 0:
+            return float(n)
+        return float(min(max(1.0 / (half**2 / (z * z * s2) + 1.0 / n_pop), 1.0), n_pop))
+    p = min(max(value, 0.0), 1.0)
+
+    def width(m: float) -> float:
+        z2 = z * z * without_replacement_factor(m, n_pop)
+        denom = 1 + z2 / m
+        return math.sqrt(max(z2 * p * (1 - p) / m + z2 * z2 / (4 * m * m), 0.0)) / denom
+
+    lo_m, hi_m = 1.0, float(n_pop)
+    if width(lo_m) <= half:
+        return lo_m
+    for _ in range(60):  # width falls with m (to 0 at m = N)
+        mid = math.sqrt(lo_m * hi_m)
+        lo_m, hi_m = (mid, hi_m) if width(mid) > half else (lo_m, mid)
+    return hi_m
+
+
 def wilson_effective(
     value: float, se: float, df: float, confidence: float, n: int, *, max_n: float = math.inf
 ) -> tuple[float, float]:

@@ -43,6 +43,7 @@ from ._estimators import (
     fit_surrogate,
     grouped_wilson,
     kish_size,
+    srs_worth,
     stratified_difference,
     t_interval,
 )
@@ -830,9 +831,10 @@ class Campaign:
         else:
             if not binary:
                 self._warn_degenerate(y, se, lo, hi, notes)
-            half = (hi - lo) / 2
-            z = NormalDist().inv_cdf(0.5 + conf / 2)
-            ess = rec.size * d.srs_variance * z * z / half**2 if half > 0 else math.inf
+            s2 = d.srs_variance * rec.size / max(1 - rec.size / self.population_size, 1e-12)
+            ess = srs_worth(
+                d.value, (hi - lo) / 2, s2, rec.size, self.population_size, conf, binary=binary
+            )
         return Estimate(
             value=d.value,
             std_error=se,
@@ -973,8 +975,15 @@ class Campaign:
         # uncertain rows, so their plain variance overstates it: "40 labels worth 262"), and
         # the worth from the reported interval, as for the stratified designs
         s2 = float(np.sum(wt * (y - mean_w) ** 2) / wt.sum()) * z.size / max(z.size - 1, 1)
-        half = (hi - lo) / 2
-        ess = s2 * zc * zc / half**2 if half > 0 and z.size > 1 else math.inf
+        ess = srs_worth(
+            value,
+            (hi - lo) / 2,
+            s2,
+            int(np.unique(rows).size),
+            self.population_size,
+            conf,
+            binary=self.task == "classification",
+        )
         return Estimate(
             value=value,
             std_error=se,
