@@ -156,6 +156,26 @@ def test_a_herd_wrong_on_a_whole_class_is_overruled_by_labels() -> None:
     assert np.mean(herd) < 0.5
 
 
+def test_few_close_models_follow_the_vote_more() -> None:
+    """4 independent models of 0.77 / 0.79 / 0.81 / 0.83 (10 classes, latent correlation
+    0.3, N 5,000), 30 campaigns of 35 labels in 5-label rounds. The uniform prior on the
+    spread of 3 contrasts left about half of their label noise in the estimate: mean
+    Spearman 0.865 (seed bases 70 / 71 / 72: 0.865 / 0.860 / 0.813; the vote ~1.0). With
+    the uniform shrinkage prior and the main axis freed by the eigengap (_tau_mixture, few
+    contrasts) 0.918 / 0.893 / 0.933.
+    """
+    sp = []
+    for rep in range(30):
+        gen = np.random.default_rng([70, rep])
+        zoo = synthetic_zoo([0.77, 0.79, 0.81, 0.83], 5000, correlation=0.3, confusion=0.0, rng=gen)
+        camp = lw.RankingCampaign(zoo.predictions, rng=gen, n_draws=200)
+        while camp.n_labelled < 35:
+            rows = camp.propose(5)
+            camp.record(rows, zoo.labels[rows])
+        sp.append(stats.spearmanr(camp.ranking().accuracy, zoo.true_accuracy)[0])
+    assert np.mean(sp) > 0.88
+
+
 def test_free_main_axis_likelihood_matches_the_explicit_matrices() -> None:
     """Reference: the rank-1 (determinant lemma, Sherman-Morrison) weights and posterior of
     _tau_mixture against the same model written with explicit covariance matrices."""
@@ -587,8 +607,9 @@ def test_best_model_calibration_measures_what_it_says() -> None:
         assert r.first_is_best == 1.0 and r.first_prob_best > 0.95
         assert r.confident == 4 and r.confident_observed == 1.0
         # the best model's accuracy is 1: the posterior cannot be above it (measured -0.033
-        # at 30 labels: the shrinkage); PPI's unclipped estimate is about unbiased
-        assert -0.05 < r.top_error <= 1e-12 and abs(r.top_error_ppi) < 0.02
+        # at 30 labels: the shrinkage; -0.059 since 3-4 models get the uniform shrinkage
+        # prior, _tau_mixture); PPI's unclipped estimate is about unbiased
+        assert -0.07 < r.top_error <= 1e-12 and abs(r.top_error_ppi) < 0.02
     assert "first is best" in format_rows(rows)
     with pytest.raises(lw.LabelwiseError, match="labels must have one entry per input"):
         best_model_calibration(pred, y[:10])
