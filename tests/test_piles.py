@@ -218,6 +218,24 @@ def test_labels_by_class_name_and_by_id(tmp_path: Path) -> None:
         read_labels_csv(both, ids=ids)
 
 
+def test_windows_ids_match_and_ambiguous_ids_are_an_error(tmp_path: Path) -> None:
+    """A labeller on Windows wrote 'blue\\011.png' for the pile's 'blue/011.png': 'not a row
+    of the pile'. Ids that become the same key (both spellings in one pile) are an error
+    naming the rows, not a silent choice of one of them."""
+    ids = ["red/001.png", "blue/011.png"]
+    win = _write_csv(
+        tmp_path / "w.csv", ["id", "label"], [["blue\\011.png", 1], ["red\\001.png", 0]]
+    )
+    rows, _, values = read_labels_csv(win, ids=ids)
+    assert rows.tolist() == [1, 0] and values.tolist() == [1, 0]
+    both = ["a/b.png", "a\\b.png", "c.png"]
+    ok = _write_csv(tmp_path / "c.csv", ["id", "label"], [["c.png", 2]])
+    assert read_labels_csv(ok, ids=both)[0].tolist() == [2]
+    amb = _write_csv(tmp_path / "a.csv", ["id", "label"], [["a/b.png", 1]])
+    with pytest.raises(LabelwiseError, match=r"names rows \[0, 1\]"):
+        read_labels_csv(amb, ids=both)
+
+
 def test_unicode_ids_match_in_either_normal_form(tmp_path: Path) -> None:
     """'blå.png' typed in a labeller's CSV (composed, NFC) was 'not a row of the pile' when
     ids.txt held the file name as macOS writes it (decomposed, NFD), and the other way round."""

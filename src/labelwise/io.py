@@ -235,14 +235,16 @@ def _hash_file(h: Any, path: Path) -> None:
 
 
 def id_key(text: str) -> str:
-    """A row id as compared: stripped and in Unicode normal form C.
+    """A row id as compared: stripped, in Unicode normal form C, with ``/`` between folders.
 
     The same file name may be spelt in two forms: macOS writes decomposed names (NFD: 'a' and
     a combining ring), Linux keeps the bytes it is given and most editors type composed
     characters (NFC), so ``blå.png`` in a labeller's CSV and in ``ids.txt`` may differ in
-    bytes while naming the same file.
+    bytes while naming the same file. A labeller on Windows writes ``blue\\011.png`` for the
+    pile's ``blue/011.png``. Two ids of one pile that become the same key are ambiguous (an
+    error when a labels file names them, :func:`read_labels_csv`).
     """
-    return unicodedata.normalize("NFC", text.strip())
+    return unicodedata.normalize("NFC", text.strip()).replace("\\", "/")
 
 
 def read_labels_csv(
@@ -319,8 +321,14 @@ def read_labels_csv(
     if not body:
         raise LabelwiseError(f"--labels: {p} has a header but no labels")
     row_of: dict[str, int] | None = None
+    twice: dict[str, list[int]] = {}  # keys that more than one of the pile's ids become
     if ids is not None and i_id is not None:
-        row_of = {id_key(name): r for r, name in enumerate(ids)}
+        row_of = {}
+        for i, name in enumerate(ids):
+            key = id_key(name)
+            if key in row_of:
+                twice.setdefault(key, [row_of[key]]).append(i)
+            row_of[key] = i
     index_of = None if classes is None else {name: k for k, name in enumerate(classes)}
     last = max(i for i in (i_row, i_id, i_val, i_class) if i is not None)
     rows: list[int] = []
@@ -344,6 +352,12 @@ def read_labels_csv(
             if id_key(name) not in row_of:
                 unknown.append((line_no, name))
                 continue
+            if id_key(name) in twice:
+                raise LabelwiseError(
+                    f"--labels: {p} line {line_no}: id {name!r} names rows "
+                    f"{twice[id_key(name)]} of the pile (their ids differ only in '/' vs '\\' "
+                    "or in Unicode form); give a 'row' column"
+                )
             row = row_of[id_key(name)]
         rows.append(row)
         raw = rec[i_val].strip()
