@@ -403,3 +403,19 @@ def test_the_cli_serves_until_interrupted_and_keeps_a_second_server_off(
             proc.communicate()
     assert proc.returncode == 0, err
     assert "stopped; 0 labels in" in out and "Traceback" not in err
+
+
+def test_help_documents_every_api_route(capsys: pytest.CaptureFixture) -> None:
+    """The page's JSON API was only in a module docstring: a tool driving 'label' without a
+    browser had to read the source. Every POST route the server serves is in --help."""
+    import re
+
+    from labelwise.cli import _label_server
+
+    with pytest.raises(SystemExit):
+        main(["label", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    routes = set(re.findall(r'path == "(/api/[a-z]+)"', Path(_label_server.__file__).read_text()))
+    assert routes >= {"/api/state", "/api/answer", "/api/skip", "/api/undo", "/api/propose"}
+    for route in routes:
+        assert route in text, route
