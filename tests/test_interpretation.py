@@ -281,6 +281,18 @@ def test_end_to_end_occlusion_metrics(trained: tuple, tmp_path: Path) -> None:
     assert plot_sweep(s, tmp_path / "sweep.png") is not None
 
 
+def test_occlusion_of_a_model_ending_in_softmax_reads_its_probabilities(trained: tuple) -> None:
+    # the heatmap is the class probability under occlusion; a final softmax layer must not be
+    # softmaxed again (two classes: every score would be squeezed into [0.27, 0.73])
+    model, x_test, y_test, _ = trained
+    images, targets = x_test[:12], y_test[:12]
+    plain = occlusion_heatmaps(model, images, targets, window=4, stride=4)
+    ending = torch.nn.Sequential(model, torch.nn.Softmax(dim=1))
+    maps = occlusion_heatmaps(ending, images, targets, window=4, stride=4)
+    np.testing.assert_allclose(maps.heatmaps, plain.heatmaps, atol=1e-6)
+    np.testing.assert_allclose(maps.base_scores, plain.base_scores, atol=1e-6)
+
+
 def test_score_fn_for_detector_like_outputs(trained: tuple) -> None:
     """A dict output scored by score_fn(output, targets_batch), targets passed in slices."""
     model, x_test, y_test, _ = trained

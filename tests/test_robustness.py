@@ -266,6 +266,21 @@ def test_loss_when_model_errs_uses_true_class() -> None:
     assert res.loss[0] == pytest.approx(p1[0] - p1[1])
 
 
+def test_model_ending_in_softmax_is_not_softmaxed_twice() -> None:
+    # a model whose last layer is a softmax returns probabilities; softmaxing them again
+    # squeezed p(true class) toward 1/C (here sigmoid(1) = 0.73 at most) and shrank the loss
+    model = nn.Sequential(SumModel(w=1.0), nn.Softmax(dim=1))
+    x = torch.tensor([[1.0, 1.0], [0.2, 0.1]])
+    res = confidence_loss(model, x, [0, 0], Brightness(-0.5, bounds=None), progress=False)
+    s = np.array([2.0, 0.3])
+    np.testing.assert_allclose(res.p_before, sigmoid(s), rtol=1e-5)
+    np.testing.assert_allclose(res.p_after[:, 0], sigmoid(s - 1.0), rtol=1e-5)
+    logits = confidence_loss(
+        SumModel(w=1.0), x, [0, 0], Brightness(-0.5, bounds=None), progress=False
+    )
+    np.testing.assert_allclose(res.loss, logits.loss, rtol=1e-5)
+
+
 def test_transforms_behave() -> None:
     dev = torch.device("cpu")
     rng = np.random.default_rng(0)

@@ -381,7 +381,7 @@ class CaptureWriter:
         if eps is None:
             kind = np.asarray(outs).dtype
             eps = float(np.finfo(kind).eps) if kind.kind == "f" else 0.0
-        tolerance = max(_PROBABILITY_ATOL, _PROBABILITY_EPS * eps)
+        tolerance = probability_tolerance(eps)
         values = np.asarray(outs, dtype=np.float64)
         if not np.isfinite(values).all():
             return values  # finish() names the first non-finite row
@@ -480,6 +480,12 @@ def _new_file_mode() -> int:
 
 
 # --------------------------------------------------------------------------- softmax
+
+
+def probability_tolerance(eps: float) -> float:
+    """How closely rows must sum to 1 to be taken as probabilities already, for outputs
+    computed in a dtype of machine epsilon ``eps`` (the one rule for every adapter)."""
+    return max(_PROBABILITY_ATOL, _PROBABILITY_EPS * eps)
 
 
 def _probability_error(block: NDArray[np.float64]) -> float:

@@ -496,15 +496,18 @@ def confidence_loss(
 ) -> ConfidenceLoss:
     """Adversarial / perturbation confidence loss (Cheng et al. 2018, Sec. II-D).
 
-    For each input x, p0 = softmax probability of its true class (of the predicted class when
-    ``labels`` is None) on x, and for each transformer T, ``max(0, p0 - p(T(x)))``; the input's
-    loss is the largest of these. Returns the per-input losses, the most harmful transformer,
-    the average (the metric), the maximum and the mean of the top ``top_fraction`` losses.
+    For each input x, p0 = probability (softmax of the logits) of its true class (of the predicted
+    class when ``labels`` is None) on x, and for each transformer T, ``max(0, p0 - p(T(x)))``; the
+    input's loss is the largest of these. Returns the per-input losses, the most harmful
+    transformer, the average (the metric), the maximum and the mean of the top ``top_fraction``
+    losses.
 
     Parameters
     ----------
     model:
-        A ``torch.nn.Module`` returning logits (N, C), C >= 2. It runs in eval mode; its
+        A ``torch.nn.Module`` returning logits (N, C), C >= 2, or probabilities (rows
+        non-negative and summing to 1, e.g. a final softmax layer: kept as they are, as
+        :func:`~labelwise.adapters.torch.capture` does). It runs in eval mode; its
         per-module training flags, ``requires_grad`` flags and device are restored afterwards.
         Parameter gradients are not touched.
     inputs:
@@ -678,6 +681,8 @@ def _check_labels(labels: Any, n: int) -> torch.Tensor:
 def _probabilities(model: torch.nn.Module, x: torch.Tensor, what: str) -> torch.Tensor:
     import torch
 
+    from .torch import class_probabilities
+
     out = model(x)
     if not isinstance(out, torch.Tensor):
         raise LabelwiseError(f"the model must return a tensor of logits, got {type(out).__name__}")
@@ -686,7 +691,7 @@ def _probabilities(model: torch.nn.Module, x: torch.Tensor, what: str) -> torch.
             f"the model must return logits of shape ({x.shape[0]}, C) with C >= 2 classes, "
             f"got {tuple(out.shape)}"
         )
-    probs = torch.softmax(out.detach().to(torch.float64), dim=1)
+    probs = class_probabilities(out.detach(), torch.float64)
     if not bool(torch.isfinite(probs).all()):
         raise LabelwiseError(f"the model produced NaN or infinite outputs on the {what}")
     return probs

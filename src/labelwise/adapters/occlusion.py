@@ -59,10 +59,11 @@ def occlusion_heatmaps(
     images:
         (N, C, H, W) or (N, H, W) tensor or array. The window covers all channels.
     targets:
-        Classifiers (no ``score_fn``): (N,) class indices, or None for the class the model
-        predicts on the unoccluded image (the paper's "original class"). The score is the
-        softmax probability of that class. With ``score_fn``: anything indexable per image
-        (e.g. a list of ground-truth boxes and classes), passed on in slices, or None.
+        Classifiers (no ``score_fn``): (N,) class indices, or None for the class the model predicts
+        on the unoccluded image (the paper's "original class"). The score is the probability of that
+        class (softmax of the logits; outputs that already are probabilities, e.g. from a final
+        softmax layer, are used as they are). With ``score_fn``: anything indexable per image (e.g.
+        a list of ground-truth boxes and classes), passed on in slices, or None.
     window, stride:
         Occlusion window ``(wh, ww)`` and its step ``(sh, sw)``; ints mean square. The grid of
         positions is described in the module docstring.
@@ -169,6 +170,8 @@ def _scorer(
     """The batch's score function ``x -> (B,)`` and the targets it scores."""
     import torch
 
+    from .torch import class_probabilities
+
     rows = stop - start
     if score_fn is not None:
         tb = None if targets is None else targets[start:stop]
@@ -218,7 +221,7 @@ def _scorer(
                 f"targets must be class indices in [0, {out.shape[1] - 1}], got "
                 f"[{int(index.min())}, {int(index.max())}]"
             )
-        return out.softmax(dim=1).gather(1, index[:, None])[:, 0]
+        return class_probabilities(out).gather(1, index[:, None])[:, 0]
 
     return probability, tb_np
 

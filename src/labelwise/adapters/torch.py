@@ -46,6 +46,7 @@ from ._capture import (
     model_file,
     pair_roles,
     parse_classes,
+    probability_tolerance,
     single_output_message,
 )
 from ._torch_graph import GraphTap, is_exported, tap_exported, tap_scripted
@@ -595,6 +596,30 @@ def _eps(values: torch.Tensor) -> float:
     import torch
 
     return float(torch.finfo(values.dtype).eps) if values.is_floating_point() else 0.0
+
+
+def class_probabilities(out: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Class probabilities from a classifier's (rows, classes) outputs, as :func:`capture`
+    reads them: the softmax of logits, or the outputs themselves when every row already is a
+    probability vector (non-negative, summing to 1 within :func:`probability_tolerance` of the
+    dtype the model computed in). ``dtype``: compute in this dtype (default: the outputs').
+
+    A model ending in a softmax layer would otherwise be softmaxed twice: its probabilities
+    squeezed toward 1/C (0.23 for 10 classes at most), which makes every confidence, loss or
+    threshold read on them meaningless.
+    """
+    import torch
+
+    values = out if dtype is None else out.to(dtype)
+    tolerance = probability_tolerance(_eps(out))
+    if (
+        values.numel()
+        and bool(torch.isfinite(values).all())
+        and float(values.min()) >= 0
+        and float((values.sum(dim=1) - 1).abs().max()) <= tolerance
+    ):
+        return values
+    return torch.softmax(values, dim=1)
 
 
 def _model_classes(model: torch.nn.Module) -> tuple[str, ...] | None:

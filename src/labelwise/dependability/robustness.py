@@ -19,7 +19,9 @@ Transformers
     callable ``(x: Tensor) -> Tensor`` keeping the shape: see :mod:`labelwise.adapters.attacks`
     for what each does and how to install torchattacks.
 
-The model must return logits of shape (N, C), C >= 2 (softmax is applied here).
+The model must return logits of shape (N, C), C >= 2 (softmax is applied here), or
+probabilities (rows non-negative and summing to 1, e.g. a final softmax layer), which are
+used as they are, as :func:`labelwise.adapters.torch.capture` does.
 
 This module is NumPy only: the result :class:`ConfidenceLoss` and :func:`plot_confidence_loss`.
 The transformers and :func:`confidence_loss`, which run the model, live in
