@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from labelwise.cli import main
-from labelwise.exceptions import LabelwiseError
+from labelwise.exceptions import DegenerateDataWarning, LabelwiseError
 from labelwise.quality.report import plot_quality, quality_report
 
 
@@ -138,3 +138,37 @@ def test_quality_study_on_digits() -> None:
     # more centroid points, higher accuracy: the 100-0 split beats the 0-100 split
     assert acc[0, -1] > acc[0, 0]
     assert "0-100 split" in row.generation.format_table(dataset="digits")
+
+
+def test_a_class_without_test_inputs_keeps_its_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A class of the model absent from the test set had no row at all (rows came from the
+    test labels), so its equivalence score of 0, the finding, was only visible as a spread in
+    the 'all' row; it now has a row with n 0, EP 0 and '-' (null in JSON) elsewhere."""
+    pytest.importorskip("sklearn")
+    xtr, ytr = blobs(400, 0)
+    xte, yte = blobs(200, 1)
+    p = np.c_[probs_of(xte) * 0.9, np.full(len(xte), 0.1)]  # a third class, never tested
+    ytr = np.where(np.arange(len(ytr)) % 10 == 0, 2, ytr)
+    with pytest.warns(DegenerateDataWarning) as caught:
+        rep = quality_report(xtr, ytr, xte, yte, p)
+    assert any("[2] have no inputs" in str(w.message) for w in caught)
+    assert [r["class"] for r in rep.rows] == [0, 1, 2]
+    absent = rep.rows[2]
+    assert absent["n_test"] == 0 and absent["equivalence"] == 0.0
+    assert np.isnan(absent["centroid_share"]) and not absent["shift_flag"]
+    last = rep.table().splitlines()[3].split()
+    assert last[:3] == ["2", "0", "0.000"] and set(last[3:]) == {"-"}
+    assert "[2] have no test inputs" in rep.table() and "nan" not in rep.table()
+    for name, arr in {"tf": xtr, "tl": ytr, "f": xte, "l": yte, "p": p}.items():
+        np.save(tmp_path / f"{name}.npy", arr)
+    argv = ["quality", "--train-features", "tf", "--train-labels", "tl", "--test-features",
+            "f", "--test-labels", "l", "--test-probs", "p", "--out", "out"]  # fmt: skip
+    argv = [a if a.startswith("-") or a == "quality" else str(tmp_path / f"{a}.npy") for a in argv]
+    argv[-1] = str(tmp_path / "out")
+    assert main(argv) == 0
+    assert "[2] have no test inputs" in capsys.readouterr().out
+    doc = json.loads((tmp_path / "out" / "quality.json").read_text())
+    assert doc["classes"][2]["n_test"] == 0 and doc["classes"][2]["centroid_share"] is None
+    assert (tmp_path / "out" / "quality.png").exists()

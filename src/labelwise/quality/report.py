@@ -34,6 +34,15 @@ __all__ = ["QualityReport", "plot_quality", "quality_report"]
 
 @dataclass
 class QualityReport:
+    """Per-class rows and the overall summary of :func:`quality_report`.
+
+    ``rows`` has one dict per class of the model (0 .. C-1, C = probability columns), classes
+    without test inputs included (``n_test`` 0, ``equivalence`` 0, the other shares NaN):
+    ``equivalence`` n_c C / N (1 ideal), ``centroid_share`` and ``boundary_share`` shares in
+    [0, 1], ``shift_jsd`` in bits [0, 1], ``shift_mmd2`` the kernel MMD² (>= 0 in expectation),
+    ``shift_p`` its permutation p-value, ``shift_flag`` Holm-adjusted p <= the level.
+    """
+
     classes: NDArray[np.int64]
     rows: list[dict[str, Any]]
     overall: dict[str, Any]
@@ -52,14 +61,16 @@ class QualityReport:
         for r in self.rows:
             lines.append(
                 f"  {r['class']:>5} {r['n_test']:>6} {r['equivalence']:>7.3f} "
-                f"{r['centroid_share']:>9.3f} {r['boundary_share']:>9.3f} {r['shift_jsd']:>10.3f}"
-                f" {r['shift_mmd2']:>8.4f} {r['shift_p']:>6.3f}{'*' if r['shift_flag'] else ''}"
+                f"{_num(r['centroid_share'], 9, 3)} {_num(r['boundary_share'], 9, 3)} "
+                f"{_num(r['shift_jsd'], 10, 3)} {_num(r['shift_mmd2'], 8, 4)} "
+                f"{_num(r['shift_p'], 6, 3)}{'*' if r['shift_flag'] else ''}"
             )
         o = self.overall
         lines.append(
             f"  {'all':>5} {int(o['n_test']):>6} {o['imbalance']:>7.3f} "
-            f"{o['centroid_share']:>9.3f} {o['boundary_share']:>9.3f} {o['shift_jsd']:>10.3f}"
-            f" {o['shift_mmd2']:>8.4f} {o['shift_p']:>6.3f}{'*' if o['shift_flag'] else ''}"
+            f"{_num(o['centroid_share'], 9, 3)} {_num(o['boundary_share'], 9, 3)} "
+            f"{_num(o['shift_jsd'], 10, 3)} {_num(o['shift_mmd2'], 8, 4)} "
+            f"{_num(o['shift_p'], 6, 3)}{'*' if o['shift_flag'] else ''}"
         )
         lines.append(
             "  EP: n_c C / N (ideal 1; 'all' row: their spread); centroid: share within the "
@@ -71,6 +82,18 @@ class QualityReport:
             "'all': within-class permutations); * = shifted at level "
             f"{self.overall.get('shift_level', 0.05):g} (per class Holm-adjusted)"
         )
+        absent = [r["class"] for r in self.rows if r["n_test"] == 0]
+        if absent:
+            lines.append(
+                f"  class(es) {absent} have no test inputs (EP 0): nothing to measure, shown as '-'"
+            )
+        if any(
+            not np.isfinite(r[k])
+            for r in self.rows
+            if r["n_test"] > 0
+            for k in ("shift_jsd", "shift_mmd2", "shift_p")
+        ):
+            lines.append("  shift '-': fewer than 2 training or test inputs in the class")
         lines.append(
             f"  pair-wise boundary coverage {o['pair_coverage']:.3f}; "
             + "; ".join(f"{k} {v:.3f}" for k, v in self.adequacy.items())
@@ -128,8 +151,8 @@ def quality_report(
     mmd = {int(c): j for j, c in enumerate(ms.classes)}
     y = np.asarray(test_labels).astype(np.int64)
     rows = []
-    for c in np.unique(y):
-        c = int(c)
+    # every class of the model, those without test inputs too (their EP of 0 is the finding)
+    for c in range(n_classes):
         rows.append(
             {
                 "class": c,
@@ -171,7 +194,7 @@ def quality_report(
     }
     probs = np.asarray(test_probabilities, dtype=np.float64)
     return QualityReport(
-        classes=np.unique(y),
+        classes=np.arange(n_classes),
         rows=rows,
         overall=overall,
         adequacy=adequacy,
@@ -189,6 +212,11 @@ def quality_report(
     )
 
 
+def _num(v: float, width: int, digits: int) -> str:
+    """A table cell: the value, or '-' where there is nothing to measure (NaN)."""
+    return f"{v:>{width}.{digits}f}" if np.isfinite(v) else f"{'-':>{width}}"
+
+
 def plot_quality(report: QualityReport, path: str | os.PathLike[str]) -> Path | None:
     """Box plots per class of the normalised centroid distance and of the confidence."""
     plt = pyplot()
@@ -196,7 +224,7 @@ def plot_quality(report: QualityReport, path: str | os.PathLike[str]) -> Path | 
         return None
     y = report.test_labels
     assert y is not None
-    classes = report.classes.tolist()
+    classes = [c for c in report.classes.tolist() if (y == c).any()]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), dpi=110)
     axes[0].boxplot([report.distances[y == c] for c in classes], tick_labels=classes)
     axes[0].axhline(1.0, color="tab:red", linestyle="--", linewidth=1)
