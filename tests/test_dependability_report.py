@@ -49,6 +49,27 @@ def test_report_rows_and_values() -> None:
     assert "accuracy" in rep.table()
 
 
+def test_every_summary_value_says_its_range_and_direction() -> None:
+    """The summary printed bare numbers: nothing said they were shares in [0, 1], which ones
+    are better low, what 'top 10% mean' averages or what the normalised weighted error divides
+    by. The table now ends with that legend and every JSON summary row has a meaning."""
+    d = data()
+    rep = dependability_report(
+        labels=d["y"],
+        probabilities=d["probs"],
+        activations=d["acts"],
+        scenarios=d["scen"],
+        spec={"weather": ["sunny", "cloudy", "rainy"], "road": ["stone", "tarmac", "mud"]},
+        severity=np.ones((3, 3)) - np.eye(3),
+    )
+    table = rep.table()
+    assert "a share or probability in [0, 1]" in table
+    assert "lower is better for activation pattern, weighted error, higher for the others" in table
+    assert "mean severity per input / largest severity 1" in table
+    summary = rep.to_dict()["summary"]
+    assert all(row["meaning"] and "[0, 1]" in row["meaning"] for row in summary)
+
+
 def test_report_without_optional_parts_and_bad_labels() -> None:
     d = data()
     with warnings.catch_warnings():

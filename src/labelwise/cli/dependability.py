@@ -132,7 +132,11 @@ def _model_metrics(
             loss.mean,
             f"worst of {', '.join(names)} per input (II-D)",
         )
-        rep.add("confidence loss: top 10% mean", loss.top_mean, f"maximum {loss.maximum:.4f}")
+        rep.add(
+            "confidence loss: top 10% mean",
+            loss.top_mean,
+            f"mean of the {loss.n_top} largest per-input losses; maximum {loss.maximum:.4f}",
+        )
         rep.details["confidence_loss"] = loss.to_dict()
         if rb.plot_confidence_loss(loss, args.out / "confidence_loss.png"):
             written.append("confidence_loss.png")

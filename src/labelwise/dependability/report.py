@@ -26,9 +26,44 @@ from .scenario import next_scenarios, scenario_coverage
 __all__ = ["DependabilityReport", "dependability_report"]
 
 
+#: What each summary row's value is, by the start of its name: range and direction.
+_MEANINGS: tuple[tuple[str, str], ...] = (
+    ("accuracy discounted", "share in [0, 1], higher is better"),
+    ("accuracy", "share of inputs classified correctly, in [0, 1]"),
+    ("worst scenario accuracy", "share in [0, 1], higher is better"),
+    ("neuron", "share of cells in [0, 1], higher is better"),
+    ("scenario", "share of cells in [0, 1], higher is better"),
+    ("activation pattern", "share of inputs in [0, 1], lower is better"),
+    ("weighted error", "in [0, 1], lower is better; 1 - it is the weighted accuracy"),
+    (
+        "confidence loss",
+        "drop of the true class's probability, in [0, 1] (0 = no harm), lower is better",
+    ),
+    ("interpretation precision", "share of hot windows in [0, 1], higher is better"),
+    ("occlusion sensitivity", "share of the object's windows in [0, 1], lower is better"),
+)
+
+
+#: Rows where a smaller value is better (by the start of their name).
+_LOWER_IS_BETTER = (
+    "activation pattern",
+    "weighted error",
+    "confidence loss",
+    "occlusion sensitivity",
+)
+
+
+def _meaning(name: str) -> str:
+    return next((m for start, m in _MEANINGS if name.startswith(start)), "")
+
+
 @dataclass
 class DependabilityReport:
-    """Summary rows (metric, value, detail) and each metric's full result as a dict."""
+    """Summary rows (metric, value, detail) and each metric's full result as a dict.
+
+    Every value is a share or a probability in [0, 1]: :meth:`legend` says so under the table,
+    with which rows are better lower; the JSON gives each row a one-line ``meaning``.
+    """
 
     rows: list[tuple[str, float, str]] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
@@ -37,15 +72,40 @@ class DependabilityReport:
     def add(self, name: str, value: float, detail: str = "") -> None:
         self.rows.append((name, float(value), detail))
 
+    def legend(self) -> list[str]:
+        """Footer lines: the values' range, which direction is better, and the one unit that
+        is not a share (printed under the table; the JSON gives each row its ``meaning``)."""
+        if not self.rows:
+            return []
+        names = [n for n, _, _ in self.rows]
+        lower = list(
+            dict.fromkeys(s for s in _LOWER_IS_BETTER if any(n.startswith(s) for n in names))
+        )
+        lines = [
+            "value: a share or probability in [0, 1]; lower is better for "
+            + (", ".join(lower) if lower else "none of these")
+            + ", higher for the others"
+        ]
+        if any(n.startswith("confidence loss") for n in names):
+            lines.append(
+                "confidence loss: per input, the largest drop of the true class's probability "
+                "over the perturbations (0 = no harm)"
+            )
+        return lines
+
     def table(self) -> str:
         width = max(len(r[0]) for r in self.rows) if self.rows else 10
         lines = [f"  {'metric':<{width}}  {'value':>8}  detail"]
         lines += [f"  {n:<{width}}  {v:>8.4f}  {d}" for n, v, d in self.rows]
+        lines += [f"  {line}" for line in self.legend()]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "summary": [{"metric": n, "value": v, "detail": d} for n, v, d in self.rows],
+            "summary": [
+                {"metric": n, "value": v, "detail": d, "meaning": _meaning(n)}
+                for n, v, d in self.rows
+            ],
             "details": self.details,
         }
 
@@ -101,7 +161,8 @@ def dependability_report(
     rep.add(
         "activation pattern: outside share",
         pat.value,
-        "inputs outside the usual active-neuron count of their class (II-C)",
+        f"inputs whose active-neuron count is outside their class's most common of {pat.gamma} "
+        "count bins and its two neighbours (II-C)",
     )
     rep.details["activation_pattern"] = pat.to_dict()
     rep.results["activation_pattern"] = pat
@@ -142,7 +203,8 @@ def dependability_report(
         rep.add(
             "weighted error (normalised)",
             wc.normalised_weighted_error,
-            "severity-weighted misclassifications / max weight (II-H)",
+            f"mean severity per input / largest severity {wc.severity.max():g}; plain error "
+            f"rate {wc.error_rate:.4f} (II-H)",
         )
         rep.details["weighted_confusion"] = wc.to_dict()
         rep.results["weighted_confusion"] = wc
