@@ -172,3 +172,18 @@ def test_a_class_without_test_inputs_keeps_its_row(
     doc = json.loads((tmp_path / "out" / "quality.json").read_text())
     assert doc["classes"][2]["n_test"] == 0 and doc["classes"][2]["centroid_share"] is None
     assert (tmp_path / "out" / "quality.png").exists()
+
+
+def test_the_table_states_band_radius_and_what_the_adequacy_numbers_count() -> None:
+    """'centroid: share within the radius' and 'boundary: share with confidence in the band'
+    never said which radius or band (--radius, --lo, --hi change them), and pair-wise boundary
+    coverage, NC, KMNC, NBC, SNAC and TKNC were printed without any meaning."""
+    xtr, ytr = blobs(200, 0)
+    xte, yte = blobs(100, 1)
+    rep = quality_report(xtr, ytr, xte, yte, probs_of(xte), radius=1.5, lo=0.1, hi=0.7)
+    table = rep.table()
+    assert "within 1.5 x the class's median training distance" in table
+    assert "confidence (top probability) in [0.1, 0.7]" in table
+    assert "NC neurons > 0 for some test input" in table and "TKNC neurons" in table
+    assert "class pairs (a, b)" in table
+    assert (rep.overall["radius"], rep.overall["lo"], rep.overall["hi"]) == (1.5, 0.1, 0.7)

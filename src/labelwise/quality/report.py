@@ -73,9 +73,11 @@ class QualityReport:
             f"{_num(o['shift_p'], 6, 3)}{'*' if o['shift_flag'] else ''}"
         )
         lines.append(
-            "  EP: n_c C / N (ideal 1; 'all' row: their spread); centroid: share within the "
-            "radius; boundary: share with confidence in the band; shift: Jensen-Shannon "
-            "divergence (bits, no null: near 1 even on clean data)"
+            "  EP: n_c C / N (ideal 1; 'all' row: their spread); centroid: share within "
+            f"{o.get('radius', 1.0):g} x the class's median training distance of its centroid; "
+            "boundary: share with confidence (top probability) in "
+            f"[{o.get('lo', 0.0):g}, {o.get('hi', 0.6):g}]; shift: Jensen-Shannon divergence "
+            "(bits, no null: near 1 even on clean data)"
         )
         lines.append(
             "  MMD2: kernel MMD² train vs test features, p: its permutation p-value (per class; "
@@ -97,6 +99,12 @@ class QualityReport:
         lines.append(
             f"  pair-wise boundary coverage {o['pair_coverage']:.3f}; "
             + "; ".join(f"{k} {v:.3f}" for k, v in self.adequacy.items())
+        )
+        lines.append(
+            "  (shares in [0, 1]: class pairs (a, b) with a test input of a in the band whose top "
+            "two classes are a and b; NC neurons > 0 for some test input; KMNC sections of the "
+            "neurons' training ranges hit; NBC neurons' below/above-training-range corners hit; "
+            "SNAC above-range corners; TKNC neurons the layer's largest for some input)"
         )
         return "\n".join(lines)
 
@@ -191,6 +199,9 @@ def quality_report(
         "shift_flag": ms.overall_shifted,
         "shift_classes": int(ms.shifted.sum()),
         "shift_level": ms.level,
+        "radius": cp.radius,
+        "lo": bc.lo,
+        "hi": bc.hi,
     }
     probs = np.asarray(test_probabilities, dtype=np.float64)
     return QualityReport(
@@ -227,10 +238,26 @@ def plot_quality(report: QualityReport, path: str | os.PathLike[str]) -> Path | 
     classes = [c for c in report.classes.tolist() if (y == c).any()]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), dpi=110)
     axes[0].boxplot([report.distances[y == c] for c in classes], tick_labels=classes)
-    axes[0].axhline(1.0, color="tab:red", linestyle="--", linewidth=1)
+    o = report.overall
+    radius = float(o.get("radius", 1.0))
+    axes[0].axhline(
+        radius, color="tab:red", linestyle="--", linewidth=1, label=f"radius {radius:g}"
+    )
     axes[0].set_title("distance to the class centroid (normalised)", fontsize=9)
+    axes[0].set_ylabel("distance / median training distance")
+    axes[0].legend(fontsize=8, loc="upper right")
     axes[1].boxplot([report.confidences[y == c] for c in classes], tick_labels=classes)
+    axes[1].axhspan(
+        float(o.get("lo", 0.0)),
+        float(o.get("hi", 0.6)),
+        color="tab:orange",
+        alpha=0.15,
+        label=f"weak-confidence band [{o.get('lo', 0.0):g}, {o.get('hi', 0.6):g}]",
+    )
     axes[1].set_title("confidence (top softmax probability)", fontsize=9)
+    axes[1].set_ylabel("top class probability")
+    axes[1].set_ylim(-0.02, 1.02)
+    axes[1].legend(fontsize=8, loc="lower left")
     for ax in axes:
         ax.set_xlabel("class")
         ax.grid(alpha=0.3)
