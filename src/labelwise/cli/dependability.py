@@ -154,9 +154,15 @@ def _model_metrics(
         rep.add(
             "interpretation precision",
             res.interpret,
-            f"hot windows on the object, rho {args.rho:g} (II-F)",
+            f"share of hot windows on the object, rho {args.rho:g}"
+            f"{_counted_as_zero(res.per_image_interpret, res.n_hot, 'no hot window')} (II-F)",
         )
-        rep.add("occlusion sensitivity covering", res.occsen, "object windows that are hot (II-G)")
+        rep.add(
+            "occlusion sensitivity covering",
+            res.occsen,
+            "share of the object's windows that are hot"
+            f"{_counted_as_zero(res.per_image_occsen, res.n_occluding, 'an empty mask')} (II-G)",
+        )
         rep.details["interpretation"] = res.to_dict()
         curve = ip.sweep(
             maps.heatmaps, masks, np.linspace(0.05, 0.95, 19), window=window, stride=stride
@@ -164,6 +170,21 @@ def _model_metrics(
         if ip.plot_sweep(curve, args.out / "interpretation.png"):
             written.append("interpretation.png")
     return written
+
+
+def _counted_as_zero(per_image: np.ndarray, denominators: np.ndarray, why: str) -> str:
+    """The detail for a mean over images in which 0/0 images count as 0: how many did, and
+    the mean over the others (else the mean reads as a share it is not)."""
+    undefined = denominators == 0
+    n_zero = int(undefined.sum())
+    if not n_zero:
+        return f"; mean over {per_image.size} images"
+    rest = (
+        f"mean over the other {per_image.size - n_zero} {float(per_image[~undefined].mean()):.4f}"
+        if n_zero < per_image.size
+        else "no image defines it"
+    )
+    return f"; {n_zero} of {per_image.size} images have {why} and count as 0 ({rest})"
 
 
 def _all_labels(path: Path, n_rows: int) -> np.ndarray:
