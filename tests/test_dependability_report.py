@@ -70,6 +70,25 @@ def test_every_summary_value_says_its_range_and_direction() -> None:
     assert all(row["meaning"] and "[0, 1]" in row["meaning"] for row in summary)
 
 
+def test_scenario_results_name_their_conditions() -> None:
+    """The per-scenario results were computed from unnamed rows: dependability.json had
+    'conditions': null and scenarios like ['rainy', 'mud'], and the worst scenario printed as a
+    bare tuple. They now keep the condition names."""
+    d = data()
+    spec = {"weather": ["sunny", "cloudy", "rainy"], "road": ["stone", "tarmac", "mud"]}
+    rep = dependability_report(
+        labels=d["y"],
+        probabilities=d["probs"],
+        activations=d["acts"],
+        scenarios=d["scen"],
+        spec=spec,
+    )
+    perf = rep.to_dict()["details"]["scenario_performance"]
+    assert perf["conditions"] == ["weather", "road"]
+    detail = dict((r[0], r[2]) for r in rep.rows)["worst scenario accuracy"]
+    assert detail.startswith("weather=") and ", road=" in detail
+
+
 def test_report_without_optional_parts_and_bad_labels() -> None:
     d = data()
     with warnings.catch_warnings():

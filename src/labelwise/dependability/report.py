@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -179,14 +179,16 @@ def dependability_report(
             f"{sc.n_occupied}/{sc.n_cells} cells; {len(sc.missing)} missing (II-A)",
         )
         rep.details["scenario_coverage"] = sc.to_dict()
-        keys = list(sc.conditions)
-        rows = _rows(scenarios, keys)
-        perf = scenario_performance(y, pred, rows, confidence=confidence, coverage=sc.value)
+        # named columns, so the per-scenario results (and the JSON) say which value is which
+        columns = _columns(scenarios, list(sc.conditions))
+        perf = scenario_performance(y, pred, columns, confidence=confidence, coverage=sc.value)
         worst = int(np.argmin(perf.accuracy))
+        values = cast(tuple[Any, ...], perf.scenarios[worst])  # one value per condition
+        named = ", ".join(f"{c}={v}" for c, v in zip(sc.conditions, values, strict=True))
         rep.add(
             "worst scenario accuracy",
             float(perf.accuracy[worst]),
-            f"{perf.scenarios[worst]} (n={int(perf.n[worst])}) (II-E)",
+            f"{named} (n={int(perf.n[worst])}) (II-E)",
         )
         if perf.discounted_accuracy is not None:
             rep.add(
@@ -211,9 +213,9 @@ def dependability_report(
     return rep
 
 
-def _rows(scenarios: Any, keys: list[str]) -> list[tuple[Any, ...]]:
-    """One tuple of condition values per input, for the conditions in ``keys``."""
+def _columns(scenarios: Any, keys: list[str]) -> dict[str, Any]:
+    """The condition columns in ``keys`` (one value per input each), by name."""
     from .scenario import _read_table  # the scenario module's own table reader
 
     table = _read_table(scenarios)
-    return list(zip(*(table[k] for k in keys), strict=True))
+    return {k: table[k] for k in keys}
