@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -99,3 +100,67 @@ def test_report_without_optional_parts_and_bad_labels() -> None:
         dependability_report(labels=d["y"][:-1], probabilities=d["probs"], activations=d["acts"])
     with pytest.raises(LabelwiseError, match="labels"):
         dependability_report(labels=d["y"] + 3, probabilities=d["probs"], activations=d["acts"])
+
+
+def _json_keys(obj: object, skip: frozenset[str] = frozenset()) -> set[str]:
+    """Every key of a JSON document, except the contents of the keys in ``skip``."""
+    keys: set[str] = set()
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            keys.add(k)
+            if k not in skip:
+                keys |= _json_keys(v, skip)
+    elif isinstance(obj, list):
+        for v in obj:
+            keys |= _json_keys(v, skip)
+    return keys
+
+
+def readme_json_section() -> str:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    start = text.index("### What `dependability.json` and `quality.json` hold")
+    return text[start : text.index("\n## ", start)]
+
+
+def test_every_dependability_json_field_is_explained_in_the_readme() -> None:
+    """dependability.json held about a hundred fields (covered_by_pattern, degradation, worst,
+    n_hot ...) whose meaning was only in the source; the README now lists each one."""
+    from labelwise.dependability.interpretation import interpretation_metrics
+    from labelwise.dependability.robustness import ConfidenceLoss
+
+    d = data()
+    spec = {"weather": ["sunny", "cloudy", "rainy"], "road": ["stone", "tarmac", "mud"]}
+    rep = dependability_report(
+        labels=d["y"],
+        probabilities=d["probs"],
+        activations=d["acts"],
+        scenarios=d["scen"],
+        spec=spec,
+        severity=np.ones((3, 3)) - np.eye(3),
+    )
+    rep.details["confidence_loss"] = ConfidenceLoss(
+        transformers=("noise",),
+        targets=np.array([0, 1]),
+        p_before=np.array([0.9, 0.8]),
+        p_after=np.array([[0.5], [0.9]]),
+        loss_by_transformer=np.array([[0.4], [0.0]]),
+        loss=np.array([0.4, 0.0]),
+        worst=np.array([0, -1]),
+        labelled=True,
+    ).to_dict()
+    heat = np.full((1, 3, 3), 0.9)
+    heat[0, 1, 1] = 0.1
+    mask = np.zeros((1, 8, 8), dtype=bool)
+    mask[0, 2:6, 2:6] = True
+    rep.details["interpretation"] = interpretation_metrics(
+        heat, mask, rho=0.5, window=4, stride=2
+    ).to_dict()
+    doc = {"layer": "x", **rep.to_dict()}
+    # the spec's and the proposals' keys are the user's condition names
+    keys = _json_keys(doc, skip=frozenset({"spec", "scenario"}))
+    keys = {re.sub(r"^neuron_\d_activation$", "neuron_<k>_activation", k) for k in keys}
+    section = readme_json_section()
+    missing = sorted(k for k in keys if f"`{k}`" not in section)
+    assert not missing, f"fields the README does not explain: {missing}"

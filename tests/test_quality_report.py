@@ -187,3 +187,18 @@ def test_the_table_states_band_radius_and_what_the_adequacy_numbers_count() -> N
     assert "NC neurons > 0 for some test input" in table and "TKNC neurons" in table
     assert "class pairs (a, b)" in table
     assert (rep.overall["radius"], rep.overall["lo"], rep.overall["hi"]) == (1.5, 0.1, 0.7)
+
+
+def test_every_quality_json_field_is_explained_in_the_readme() -> None:
+    """quality.json's fields (scales, components_train, adjusted_p, n_used ...) were only
+    explained in the source; the README now lists each one."""
+    pytest.importorskip("sklearn")
+    from test_dependability_report import _json_keys, readme_json_section
+
+    xtr, ytr = blobs(200, 0)
+    xte, yte = blobs(100, 1)
+    doc = quality_report(xtr, ytr, xte, yte, probs_of(xte)).to_dict()
+    keys = _json_keys(doc, skip=frozenset({"adequacy"}))  # adequacy: the metrics' names
+    section = readme_json_section()
+    missing = sorted(k for k in keys if f"`{k}`" not in section)
+    assert not missing, f"fields the README does not explain: {missing}"

@@ -25,7 +25,9 @@ def add_parser(sub: Any) -> None:
             "per scenario, accuracy discounted by coverage and the next scenarios to collect; "
             "with --severity, weighted confusion; with --perturb, the confidence lost under "
             "perturbations and attacks; with --masks, occlusion-based interpretation precision "
-            "and sensitivity. Prints a summary, writes OUT/dependability.json and PNG plots. "
+            "and sensitivity. Prints a summary (every value in [0, 1]; the legend under it "
+            "says which are better low), writes OUT/dependability.json (its fields: README, 'What "
+            "dependability.json and quality.json hold') and PNG plots. "
             f"Needs: {install_hint('captum', extra='dependability')}, and "
             f"{install_hint('torchattacks')} for the attacks."
         ),

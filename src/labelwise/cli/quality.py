@@ -27,7 +27,8 @@ def add_parser(sub: Any) -> None:
             "(and per class pair), covariate shift between train and test features, and the "
             "classic adequacy metrics (NC, KMNC, NBC, SNAC, TKNC) for comparison. Give saved "
             "features and probabilities, or --model with --train-inputs and --test-inputs "
-            "(features = the last hidden layer). Prints a table, writes OUT/quality.json and "
+            "(features = the last hidden layer). Prints a table, writes OUT/quality.json (its "
+            "fields: README, 'What dependability.json and quality.json hold') and "
             "OUT/quality.png (box plots per class). Needs scikit-learn, and torch with --model: "
             f"{hints}."
         ),
