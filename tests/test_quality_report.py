@@ -186,6 +186,7 @@ def test_the_table_states_band_radius_and_what_the_adequacy_numbers_count() -> N
     assert "confidence (top probability) in [0.1, 0.7]" in table
     assert "NC neurons > 0 for some test input" in table and "TKNC neurons" in table
     assert "class pairs (a, b)" in table
+    assert "MMD² train vs test features (unbiased: near 0, even slightly below" in table
     assert (rep.overall["radius"], rep.overall["lo"], rep.overall["hi"]) == (1.5, 0.1, 0.7)
 
 

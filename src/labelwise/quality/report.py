@@ -80,7 +80,8 @@ class QualityReport:
             "(bits, no null: near 1 even on clean data)"
         )
         lines.append(
-            "  MMD2: kernel MMD² train vs test features, p: its permutation p-value (per class; "
+            "  MMD2: kernel MMD² train vs test features (unbiased: near 0, even slightly below, "
+            "when nothing shifted), p: its permutation p-value (per class; "
             "'all': within-class permutations); * = shifted at level "
             f"{self.overall.get('shift_level', 0.05):g} (per class Holm-adjusted)"
         )
