@@ -164,3 +164,16 @@ def test_every_dependability_json_field_is_explained_in_the_readme() -> None:
     section = readme_json_section()
     missing = sorted(k for k in keys if f"`{k}`" not in section)
     assert not missing, f"fields the README does not explain: {missing}"
+
+
+def test_spec_without_scenarios_is_an_error(tmp_path, capsys) -> None:
+    """--spec without --scenarios was silently ignored: the run printed no scenario coverage
+    and said nothing about the file the user gave."""
+    from labelwise.cli import main
+
+    argv = ["dependability", "--model", str(tmp_path / "m.pt"), "--inputs",
+            str(tmp_path / "x.npy"), "--labels", str(tmp_path / "y.npy"), "--out",
+            str(tmp_path / "out"), "--spec", str(tmp_path / "spec.json")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "labelwise: error: --spec needs --scenarios" in err and "Traceback" not in err

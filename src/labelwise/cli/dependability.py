@@ -72,6 +72,9 @@ def cmd_dependability(args: argparse.Namespace) -> int:
     from ..dependability.patterns import plot_activation_pattern
     from ..dependability.report import dependability_report
 
+    if args.spec is not None and args.scenarios is None:
+        # the spec only says which values each condition of --scenarios may take
+        raise LabelwiseError("--spec needs --scenarios (the conditions of each input)")
     if args.masks is not None and not 0 < args.rho < 1:
         # the occluded class probability is in [0, 1]: rho >= 1 makes every window hot
         raise LabelwiseError(f"--rho must be a class probability in (0, 1), got {args.rho:g}")
