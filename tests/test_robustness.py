@@ -281,6 +281,26 @@ def test_model_ending_in_softmax_is_not_softmaxed_twice() -> None:
     np.testing.assert_allclose(res.loss, logits.loss, rtol=1e-5)
 
 
+def test_attacks_on_a_model_ending_in_softmax_see_its_logits() -> None:
+    """torchattacks took a softmax-ending model's probabilities for logits: DeepFool on a
+    5-class linear model lost 0.062 of the true class's probability on average against 0.047
+    for the same model without the softmax (per input up to 0.31 apart), FGSM and PGD up to
+    0.002. The attacks now see log-probabilities, logits of the same model: the same losses."""
+    torch.manual_seed(0)
+    lin = nn.Linear(16, 5)
+    with torch.no_grad():
+        lin.weight.mul_(4)
+    logits_model = nn.Sequential(nn.Flatten(), lin)
+    prob_model = nn.Sequential(nn.Flatten(), lin, nn.Softmax(dim=1))
+    g = np.random.default_rng(0)
+    x = g.random((40, 1, 4, 4)).astype(np.float32)
+    y = g.integers(0, 5, 40)
+    for t in (FGSM(0.05), PGD(0.05, alpha=0.01, steps=5), DeepFool(steps=3)):
+        a = confidence_loss(logits_model, x, y, [t], rng=0, progress=False)
+        b = confidence_loss(prob_model, x, y, [t], rng=0, progress=False)
+        np.testing.assert_allclose(b.p_after, a.p_after, atol=1e-6)
+
+
 def test_transforms_behave() -> None:
     dev = torch.device("cpu")
     rng = np.random.default_rng(0)

@@ -611,15 +611,24 @@ def class_probabilities(out: torch.Tensor, dtype: torch.dtype | None = None) -> 
     import torch
 
     values = out if dtype is None else out.to(dtype)
-    tolerance = probability_tolerance(_eps(out))
-    if (
+    if outputs_are_probabilities(out):
+        return values
+    return torch.softmax(values, dim=1)
+
+
+def outputs_are_probabilities(out: torch.Tensor) -> bool:
+    """Whether every row of a classifier's (rows, classes) outputs already is a probability
+    vector: non-negative, summing to 1 within :func:`probability_tolerance` of their dtype (a
+    model ending in a softmax layer), as :func:`class_probabilities` decides."""
+    import torch
+
+    values = out.detach()
+    return bool(
         values.numel()
         and bool(torch.isfinite(values).all())
         and float(values.min()) >= 0
-        and float((values.sum(dim=1) - 1).abs().max()) <= tolerance
-    ):
-        return values
-    return torch.softmax(values, dim=1)
+        and float((values.sum(dim=1) - 1).abs().max()) <= probability_tolerance(_eps(out))
+    )
 
 
 def _model_classes(model: torch.nn.Module) -> tuple[str, ...] | None:
