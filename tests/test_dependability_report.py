@@ -177,3 +177,21 @@ def test_spec_without_scenarios_is_an_error(tmp_path, capsys) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "labelwise: error: --spec needs --scenarios" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "needs"),
+    [(["--eps", "0.1"], "--perturb"), (["--window", "8"], "--masks"),
+     (["--stride", "3"], "--masks"), (["--rho", "0.3"], "--masks")],
+)  # fmt: skip
+def test_an_option_of_a_metric_not_asked_for_is_an_error(tmp_path, capsys, extra, needs) -> None:
+    """--eps without --perturb and --window / --stride / --rho without --masks were ignored
+    without a word: the run looked as if the value had been used."""
+    from labelwise.cli import main
+
+    argv = ["dependability", "--model", str(tmp_path / "m.pt"), "--inputs",
+            str(tmp_path / "x.npy"), "--labels", str(tmp_path / "y.npy"), "--out",
+            str(tmp_path / "out"), *extra]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"labelwise: error: {extra[0]} needs {needs}" in err and "Traceback" not in err

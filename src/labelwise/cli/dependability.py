@@ -13,6 +13,9 @@ from ..exceptions import LabelwiseError
 from ..io import load_array, read_labels_csv, write_json
 from ._common import DefaultsHelpFormatter
 
+# defaults of the options that belong to one metric (None in the parser: given or not)
+_DEFAULTS: dict[str, float] = {"eps": 0.03, "window": 4, "stride": 2, "rho": 0.5}
+
 
 def add_parser(sub: Any) -> None:
     dp = sub.add_parser(
@@ -56,12 +59,31 @@ def add_parser(sub: Any) -> None:
         help="comma list of fgsm, pgd (alpha eps/4, 10 steps), deepfool, noise (sigma eps), "
         "brightness (+eps), rotation (15 degrees), patch (2x2); inputs must be in [0, 1]",
     )
-    dp.add_argument("--eps", type=float, default=0.03, help="attack / perturbation strength")
-    dp.add_argument("--masks", type=Path, help="ground-truth masks .npy (N, H, W) for occlusion")
-    dp.add_argument("--window", type=int, default=4, help="occlusion window side (pixels)")
-    dp.add_argument("--stride", type=int, default=2, help="occlusion stride (pixels)")
     dp.add_argument(
-        "--rho", type=float, default=0.5, help="hot: class probability below this when occluded"
+        "--eps",
+        type=float,
+        default=None,
+        help=f"attack / perturbation strength, with --perturb (default: {_DEFAULTS['eps']:g})",
+    )
+    dp.add_argument("--masks", type=Path, help="ground-truth masks .npy (N, H, W) for occlusion")
+    dp.add_argument(
+        "--window",
+        type=int,
+        default=None,
+        help=f"occlusion window side (pixels), with --masks (default: {_DEFAULTS['window']})",
+    )
+    dp.add_argument(
+        "--stride",
+        type=int,
+        default=None,
+        help=f"occlusion stride (pixels), with --masks (default: {_DEFAULTS['stride']})",
+    )
+    dp.add_argument(
+        "--rho",
+        type=float,
+        default=None,
+        help="hot: class probability below this when occluded, with --masks (default: "
+        f"{_DEFAULTS['rho']:g})",
     )
     dp.add_argument("--seed", type=int, default=0, help="seed for random perturbations")
     dp.set_defaults(func=cmd_dependability)
@@ -75,6 +97,17 @@ def cmd_dependability(args: argparse.Namespace) -> int:
     if args.spec is not None and args.scenarios is None:
         # the spec only says which values each condition of --scenarios may take
         raise LabelwiseError("--spec needs --scenarios (the conditions of each input)")
+    # options of a metric that was not asked for were ignored without a word
+    for flag, needs in (
+        ("eps", "perturb"),
+        ("window", "masks"),
+        ("stride", "masks"),
+        ("rho", "masks"),
+    ):
+        if getattr(args, flag) is not None and not getattr(args, needs):
+            raise LabelwiseError(f"--{flag} needs --{needs} (it sets that metric only)")
+        if getattr(args, flag) is None:
+            setattr(args, flag, _DEFAULTS[flag])
     if args.masks is not None and not 0 < args.rho < 1:
         # the occluded class probability is in [0, 1]: rho >= 1 makes every window hot
         raise LabelwiseError(f"--rho must be a class probability in (0, 1), got {args.rho:g}")
