@@ -850,17 +850,20 @@ def _psd_max(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float
 class _PriorParts:
     """A centred basis ``Q`` and, per bias kernel, ``(Q' K Q, its inverse, mean eigenvalue)``;
     ``tops[k]``: the leading eigenpair ``(lambda_1, e_1)`` of a shaped kernel's ``Q' K Q``
-    (None for the independent one), the direction whose scale is free (:func:`_tau_mixture`)."""
+    (None for the independent one), the direction whose scale is free (:func:`_tau_mixture`);
+    ``gaps[k]``: its relative eigengap ``(lambda_1 - lambda_2) / lambda_1`` (None likewise)."""
 
     def __init__(
         self,
         basis: NDArray[np.float64],
         kernels: list[tuple[NDArray[np.float64], NDArray[np.float64], float]],
         tops: list[tuple[float, NDArray[np.float64]] | None],
+        gaps: list[float | None],
     ) -> None:
         self.basis = basis
         self.kernels = kernels
         self.tops = tops
+        self.gaps = gaps
 
 
 def _helmert_basis(m: int) -> NDArray[np.float64]:
@@ -883,6 +886,7 @@ def _prior_parts(kernels: Sequence[NDArray[np.float64]]) -> _PriorParts:
     q = _helmert_basis(m)
     out = []
     tops: list[tuple[float, NDArray[np.float64]] | None] = []
+    gaps: list[float | None] = []
     for i, kernel in enumerate(kernels):
         k_q = q.T @ kernel @ q
         vals, vecs = linalg.eigh((k_q + k_q.T) / 2, driver="evr")
@@ -896,7 +900,8 @@ def _prior_parts(kernels: Sequence[NDArray[np.float64]]) -> _PriorParts:
         )
         shaped = i < len(kernels) - 1 and m > 2
         tops.append((float(vals[-1]), np.asarray(vecs[:, -1])) if shaped else None)
-    return _PriorParts(q, out, tops)
+        gaps.append(float((vals[-1] - vals[-2]) / vals[-1]) if shaped else None)
+    return _PriorParts(q, out, tops, gaps)
 
 
 def _tau_mixture(
@@ -985,7 +990,9 @@ def _tau_mixture(
     n_tau = taus.size
     few = 2 <= m - 1 <= _FEW_CONTRASTS
     logw_parts, kern_parts, t2_parts, t1_parts = [], [], [], []
-    for k, ((k_q, _, _), top) in enumerate(zip(parts.kernels, parts.tops, strict=True)):
+    for k, ((k_q, _, _), top, gap) in enumerate(
+        zip(parts.kernels, parts.tops, parts.gaps, strict=True)
+    ):
         if few:  # uniform shrinkage prior, times the log grid's spacing tau
             s0 = (m - 1) / float(np.trace(s_inv @ k_q))
             log_tau = np.log(2 * tau2 * s0 / (s0 + tau2) ** 2)
@@ -1003,9 +1010,9 @@ def _tau_mixture(
             u = rhs[:, 1]
             uvu, uvy = sol[:, :, 1] @ u, sol[:, :, 1] @ y
             a = np.concatenate([np.zeros(1), t1_2])[:, None] * np.ones(n_tau)[None, :]
-            if few:  # the free variance t1^2 (lambda_1 - lambda_2) = (t1^2 gap / lambda_1) lambda_1
-                vals = np.linalg.eigvalsh(k_q)
-                a = a * (vals[-1] - vals[-2]) / vals[-1]
+            if few:  # the free variance t1^2 (lambda_1 - lambda_2) = (t1^2 gap) lambda_1
+                assert gap is not None  # a shaped kernel's
+                a = a * gap
             den = 1 + a * uvu[None, :]
             ll = -0.5 * (logdet[None, :] + np.log(den) + yvy[None, :] - a * uvy[None, :] ** 2 / den)
             if few:  # P(free) 0.9, t1 uniform: grid weights proportional to t1
