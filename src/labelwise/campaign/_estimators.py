@@ -37,7 +37,7 @@ class DesignEstimate:
     value: float
     std_error: float
     df: float
-    srs_variance: float  # estimated variance a simple random sample of the same n would have
+    score_variance: float  # S²: the pile's variance of the score, estimated from the labels
     lam: float
     notes: tuple[str, ...] = ()
     # per stratum: the estimate of its mean and its term W_h² (1 - f_h) s̃_h² / n_h of Var
@@ -145,13 +145,10 @@ def stratified_difference(
     var = float(terms.sum())
     dfs = np.maximum(n_h - 1, 0) + nu0  # shrunk variances carry the prior's df too
     df = var**2 / float(np.sum(terms**2 / dfs)) if var > 0 else float(max(y.size - 1, 1))
-    # S² of the pile (for the SRS comparison): Σ W_h s_h² + Σ W_h (ȳ_h - ȳ)²
+    # S² of the pile (for the worth against SRS): Σ W_h s_h² + Σ W_h (ȳ_h - ȳ)²
     s2 = float(np.sum(w * var_y) + np.sum(w * (mean_y - np.sum(w * mean_y)) ** 2))
-    n = y.size
-    n_pop = int(sizes.sum())
-    srs_var = (1 - n / n_pop) * s2 / n
     return DesignEstimate(
-        value, math.sqrt(var), float(df), srs_var, lam, tuple(notes), means=means, terms=terms
+        value, math.sqrt(var), float(df), s2, lam, tuple(notes), means=means, terms=terms
     )
 
 
@@ -242,10 +239,9 @@ def srs_worth(
         return float(min(max(1.0 / (half**2 / (z * z * s2) + 1.0 / n_pop), 1.0), n_pop))
     p = min(max(value, 0.0), 1.0)
 
-    def width(m: float) -> float:
-        z2 = z * z * without_replacement_factor(m, n_pop)
-        denom = 1 + z2 / m
-        return math.sqrt(max(z2 * p * (1 - p) / m + z2 * z2 / (4 * m * m), 0.0)) / denom
+    def width(m: float) -> float:  # z² scaled by the factor, as srs_estimate's Wilson
+        lo, hi = _wilson(p, m, z * math.sqrt(without_replacement_factor(m, n_pop)))
+        return (hi - lo) / 2
 
     lo_m, hi_m = 1.0, float(n_pop)
     if width(lo_m) <= half:

@@ -831,9 +831,14 @@ class Campaign:
         else:
             if not binary:
                 self._warn_degenerate(y, se, lo, hi, notes)
-            s2 = d.srs_variance * rec.size / max(1 - rec.size / self.population_size, 1e-12)
             ess = srs_worth(
-                d.value, (hi - lo) / 2, s2, rec.size, self.population_size, conf, binary=binary
+                d.value,
+                (hi - lo) / 2,
+                d.score_variance,
+                rec.size,
+                self.population_size,
+                conf,
+                binary=binary,
             )
         return Estimate(
             value=d.value,
