@@ -203,3 +203,15 @@ def test_every_quality_json_field_is_explained_in_the_readme() -> None:
     section = readme_json_section()
     missing = sorted(k for k in keys if f"`{k}`" not in section)
     assert not missing, f"fields the README does not explain: {missing}"
+
+
+def test_plot_with_a_radius_far_above_every_distance(tmp_path: Path) -> None:
+    """--radius 1e308 drew the radius line at 1e308: matplotlib's ticks overflowed (a
+    RuntimeWarning, an error under -W error) and the boxes were squashed to a line. The
+    chart now keeps the data's scale and the legend says the radius is above it."""
+    xtr, ytr = blobs(400, 0)
+    xte, yte = blobs(200, 1)
+    rep = quality_report(xtr, ytr, xte, yte, probs_of(xte), radius=1e308)
+    assert rep.overall["centroid_share"] == 1.0
+    assert plot_quality(rep, tmp_path / "q.png") is not None
+    assert (tmp_path / "q.png").stat().st_size > 1000

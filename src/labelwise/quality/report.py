@@ -238,12 +238,22 @@ def plot_quality(report: QualityReport, path: str | os.PathLike[str]) -> Path | 
     assert y is not None
     classes = [c for c in report.classes.tolist() if (y == c).any()]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), dpi=110)
-    axes[0].boxplot([report.distances[y == c] for c in classes], tick_labels=classes)
+    dist = [report.distances[y == c] for c in classes]
+    axes[0].boxplot(dist, tick_labels=classes)
     o = report.overall
     radius = float(o.get("radius", 1.0))
-    axes[0].axhline(
-        radius, color="tab:red", linestyle="--", linewidth=1, label=f"radius {radius:g}"
-    )
+    # the chart's scale is the data's: a radius far above every distance (--radius 1e308)
+    # would squash the boxes to a line (and overflow matplotlib's ticks); the legend says so
+    finite = [float(np.max(d[np.isfinite(d)])) for d in dist if np.isfinite(d).any()]
+    top = max(finite, default=1.0)
+    if radius <= 1.5 * top:
+        axes[0].axhline(
+            radius, color="tab:red", linestyle="--", linewidth=1, label=f"radius {radius:g}"
+        )
+    else:
+        axes[0].plot(
+            [], [], color="tab:red", linestyle="--", label=f"radius {radius:g} (above the chart)"
+        )
     axes[0].set_title("distance to the class centroid (normalised)", fontsize=9)
     axes[0].set_ylabel("distance / median training distance")
     axes[0].legend(fontsize=8, loc="upper right")
