@@ -391,3 +391,12 @@ def test_import_does_not_import_torch() -> None:
         "r.FGSM(0.1); r.Rotation(5); r.Patch(2)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_an_image_transformer_on_tabular_inputs_names_the_input_shape() -> None:
+    """Rotation on (N, 2) rows said 'got (3, 2)': the shape of the batch the pile was cut
+    into, not what the user passed per input. It now names one input's shape."""
+    with pytest.raises(
+        LabelwiseError, match=r"each input of shape \(H, W\).*got inputs of shape \(2,\)"
+    ):
+        confidence_loss(SumModel(), torch.full((3, 2), 0.5), None, [Rotation(15)], progress=False)

@@ -110,8 +110,10 @@ def _image_view(x: torch.Tensor, what: str) -> torch.Tensor:
         return x.unsqueeze(1)
     if x.dim() == 4:
         return x
+    # the shape of one input, not of the batch the pile happened to be cut into
     raise LabelwiseError(
-        f"{what} needs image inputs of shape (N, H, W) or (N, C, H, W), got {tuple(x.shape)}"
+        f"{what} needs images: each input of shape (H, W) or (C, H, W), got inputs of shape "
+        f"{tuple(x.shape[1:])}"
     )
 
 
