@@ -233,3 +233,31 @@ def test_regression_targets_too_large_to_square_say_rescale() -> None:
         with pytest.raises(lw.LabelwiseError, match="rescale the targets"):
             lw.regression_scores(tgt, pred)
         assert lw.regression_scores(pred * 1e100, pred * 1e100).tolist() == [1.0] * 5
+
+
+def test_proposing_past_the_pile_says_how_many_rows_are_left() -> None:
+    """A batch larger than the rows left said 'n must be in [1, 30]' (Campaign) and, once every
+    row was proposed, 'n must be at most the unproposed rows, got a full campaign' /
+    'k must be <= the rows never proposed, got k with 0 left' (RankingCampaign). One check
+    now names the rows left and the pile's size in both (and in `labelwise next`)."""
+    gen = np.random.default_rng(0)
+    probs = np.tile([0.7, 0.3], (30, 1))
+    camp = lw.Campaign(gen.standard_normal((30, 4)), probs, rng=0)
+    rank = lw.RankingCampaign(gen.integers(0, 2, (3, 30)), rng=0)
+    for c, name in ((camp, "n"), (rank, "k")):
+        c.propose(18)
+        with pytest.raises(
+            lw.LabelwiseError,
+            match=rf"{name} must be at most the 12 rows never "
+            r"proposed \(of 30\), got 13",
+        ):
+            c.propose(13)
+        c.propose(12)
+        with pytest.raises(
+            lw.LabelwiseError,
+            match=r"every row of the pile \(30\) has been "
+            "proposed: there is nothing left",
+        ):
+            c.propose(1)
+        with pytest.raises(lw.LabelwiseError, match=rf"{name} must be >= 1, got 0"):
+            c.propose(0)

@@ -198,7 +198,7 @@ def test_bad_inputs_are_errors(pile: dict, tmp_path: Path, capsys: pytest.Captur
     d = _start(pile, capsys)
     assert _run(["next", d, "--batch", 5], capsys)[0] == 0
     before = _state(d)
-    for batch, message in (("-3", "--batch must be a positive integer"), ("5000", "at most")):
+    for batch, message in (("-3", "--batch must be >= 1"), ("5000", "at most")):
         code, _, err = _run(["next", d, "--batch", batch], capsys)
         assert code != 0 and err.startswith("labelwise: error:") and message in err
         assert _state(d) == before

@@ -75,6 +75,21 @@ def check_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = 
     return int(value)
 
 
+def check_batch_size(value: Any, name: str, *, left: int, total: int) -> int:
+    """The size of a batch of new rows to propose: an integer in ``[1, left]``, ``left`` the
+    rows of the ``total`` never proposed; a pile with none left says so."""
+    v = check_int(value, name, minimum=1)
+    if left == 0:
+        raise LabelwiseError(
+            f"every row of the pile ({total}) has been proposed: there is nothing left to propose"
+        )
+    if v > left:
+        raise LabelwiseError(
+            f"{name} must be at most the {left} rows never proposed (of {total}), got {v}"
+        )
+    return v
+
+
 def check_probability(value: Any, name: str, *, open_low: bool = True) -> float:
     """A float in (0, 1) (or [0, 1) when ``open_low`` is False)."""
     try:

@@ -24,6 +24,7 @@ from .._json import jsonable
 from .._results import Estimate
 from .._validation import (
     RNGLike,
+    check_batch_size,
     check_int,
     check_probabilities,
     check_probability,
@@ -281,9 +282,7 @@ class Campaign:
     def propose(self, n: int) -> NDArray[np.int64]:
         """``n`` new rows to label (int64), never proposed before, in the design's order."""
         left = self.population_size - self.n_proposed
-        n = check_int(n, "n", minimum=1, maximum=max(left, 1))
-        if left == 0:
-            raise LabelwiseError("n must be at most the unproposed rows, got a full campaign")
+        n = check_batch_size(n, "n", left=left, total=self.population_size)
         rows = self._propose_active(n) if self.method == "active" else self._propose_strata(n)
         self._proposed = np.concatenate([self._proposed, rows])
         self._is_proposed[rows] = True

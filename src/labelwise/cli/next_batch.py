@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..exceptions import LabelwiseError
+from .._validation import check_batch_size
 from ._common import DefaultsHelpFormatter
 from .campaign import STATE_FILE, CampaignState
 
@@ -61,14 +61,7 @@ def propose_batch(st: CampaignState, batch: int) -> NDArray[np.int64]:
     """
     camp = st.camp
     left = camp.population_size - camp.n_proposed
-    if batch < 1:
-        raise LabelwiseError(f"--batch must be a positive integer, got {batch}")
-    if left == 0:
-        raise LabelwiseError("--batch: every row of the pile has been proposed already")
-    if batch > left:
-        raise LabelwiseError(
-            f"--batch must be at most the {left:,} rows not yet proposed, got {batch}"
-        )
+    check_batch_size(batch, "--batch", left=left, total=camp.population_size)
     rows = camp.propose(batch)
     st.last_batch = int(rows.size)
     proposed = st.camp.proposed

@@ -83,6 +83,7 @@ from .._params import Interval, Param, validate_params
 from .._results import Ranking, Selection
 from .._validation import (
     RNGLike,
+    check_batch_size,
     check_budget,
     check_confidence,
     check_int,
@@ -375,9 +376,7 @@ class RankingCampaign:
     def propose(self, k: int) -> NDArray[np.int64]:
         """``k`` distinct rows to label next, never proposed before (int64)."""
         free = int(np.count_nonzero(~self._proposed))
-        k = check_int(k, "k", minimum=1, maximum=max(free, 1))
-        if free == 0:
-            raise LabelwiseError("k must be <= the rows never proposed, got k with 0 left")
+        k = check_batch_size(k, "k", left=free, total=self.n_inputs)
         if self.method == "srs":
             rows = self._propose_uniform(k)
             weights = np.ones(k)
