@@ -223,6 +223,15 @@ def test_probabilities_must_be_probabilities() -> None:
     # float32 softmax rows, and rows rounded to 4 decimals (sums within 1e-3), still pass
     for ok in (probs.astype(np.float32), np.round(probs, 4)):
         assert lw.Campaign(acts, ok, rng=0).task == "classification"
+    # rows off by a few thousandths are rounded probabilities, not logits: the hint says so
+    rounded = probs.copy()
+    rounded[7] *= 0.996
+    with pytest.raises(
+        lw.LabelwiseError,
+        match=r"within 0.001\), got row 7 summing to 0.996; "
+        r"rounded probabilities\? Divide each row by its sum",
+    ):
+        lw.Campaign(acts, rounded, rng=0)
 
 
 @pytest.mark.parametrize("method", ["auto", "srs", "stratified", "model-assisted", "active"])

@@ -319,7 +319,12 @@ def check_probabilities(arr: Any, flag: str) -> None:
             f"{flag} must hold probabilities in [0, 1], got values in [{lo:.4g}, {hi:.4g}]{hint}"
         )
     if len(shape) == 2 and worst > PROBS_TOLERANCE:
+        if worst <= 0.05:  # probabilities, rounded (a CSV at 2-3 decimals): not logits
+            hint = (
+                "; rounded probabilities? Divide each row by its sum "
+                "(p / p.sum(axis=1, keepdims=True)) and save them again"
+            )
         raise LabelwiseError(
-            f"{flag} must have rows summing to 1, got row {worst_row} summing to "
-            f"{worst_sum:.4g}{hint}"
+            f"{flag} must have rows summing to 1 (within {PROBS_TOLERANCE:g}), got row "
+            f"{worst_row} summing to {worst_sum:.4g}{hint}"
         )
