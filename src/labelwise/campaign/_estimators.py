@@ -253,7 +253,14 @@ def srs_worth(
 
 
 def wilson_effective(
-    value: float, se: float, df: float, confidence: float, n: int, *, max_n: float = math.inf
+    value: float,
+    se: float,
+    df: float,
+    confidence: float,
+    n: int,
+    *,
+    max_n: float = math.inf,
+    population: float = math.inf,
 ) -> tuple[float, float]:
     """Wilson score interval for a proportion estimated by a complex design.
 
@@ -267,17 +274,31 @@ def wilson_effective(
     :func:`grouped_wilson` (see :func:`_poisson_edges`; Wilson's alone put the upper limit at
     0.992 for 1 error in n* = 20 and covered 0.89 at accuracy 0.994). ``max_n`` caps n*
     (e.g. at the labels' Kish size, when the design's variance cannot see unseen errors).
+
+    ``population``: the pile's size N, when ``se`` already holds the finite-population
+    correction. Where n* is then a count of labels rather than the design's (``se`` 0, or
+    n* capped at ``max_n``), the limits' distances from p̂ are scaled by
+    sqrt((N - n) / (N - 1)), the factor of n draws without replacement (as ``srs_estimate``'s
+    Wilson interval); with every row labelled (n >= N) the value is exact and so is the
+    interval (a ranking of a 50-row pile, all labelled, reported 0.82 in [0.69, 0.90]).
     """
     if not math.isfinite(se):
         return 0.0, 1.0
     p = min(max(value, 0.0), 1.0)
+    if n >= population:
+        return p, p
     edge = 0.5 / (n + 1)  # Jeffreys' rate for "none seen": the design effect is taken there
     pc = min(max(p, edge), 1 - edge)
     n_eff = pc * (1 - pc) / se**2 if se > 0 else float(n)
+    counted = se <= 0 or n_eff > max_n  # n* a count of labels, not the design's
     n_eff = max(min(n_eff, max_n), 1.0)
+    scale = 1.0
+    if counted and math.isfinite(population):
+        scale = math.sqrt(without_replacement_factor(n, population))
     lo, hi = _wilson(p, n_eff, float(stats.t.ppf(0.5 + confidence / 2, max(df, 1.0))))
     lo_p, hi_p = _poisson_edges(p, n_eff, 1 - confidence)
-    return min(lo, lo_p), max(hi, hi_p)
+    lo, hi = min(lo, lo_p), max(hi, hi_p)
+    return p - (p - lo) * scale, p + (hi - p) * scale
 
 
 def grouped_wilson(

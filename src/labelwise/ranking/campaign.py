@@ -481,7 +481,9 @@ class RankingCampaign:
                 # the labels' Kish size (_design_intervals)
                 few = np.minimum(lab.sum(axis=1), (~lab).sum(axis=1)) <= _FEW_SEEN
                 max_n = np.where(few, kish_size(np.asarray(self._weights)), np.inf)
-                ppi_low, ppi_high = _design_intervals(d_mean, d_se, self.n_labelled, conf, max_n)
+                ppi_low, ppi_high = _design_intervals(
+                    d_mean, d_se, self.n_labelled, conf, max_n, self.n_inputs
+                )
                 ci_low = np.minimum(ci_low, np.minimum(ppi_low, d_mean - z * d_se))
                 ci_high = np.maximum(ci_high, np.maximum(ppi_high, d_mean + z * d_se))
         return Ranking(
@@ -604,10 +606,11 @@ class RankingCampaign:
         correct = self._labelled_correct().astype(np.float64)
         mean = correct.mean(axis=1)
         # Bayesian bootstrap-like Gaussian: covariance of the paired means, with a
-        # Jeffreys-style floor so all-right models are not exactly known
+        # Jeffreys-style floor so all-right models are not exactly known; times the
+        # finite-population correction 1 - n / N (every row labelled: exact)
         centred = correct - mean[:, None]
         cov = centred @ centred.T / (n * max(n - 1, 1)) + np.eye(m) * 0.25 / (n + 2) ** 2
-        return mean, cov
+        return mean, cov * (1 - n / self.n_inputs)
 
     # ------------------------------------------------------------------ selection
     def _propose_uniform(self, k: int) -> NDArray[np.int64]:
@@ -1077,6 +1080,7 @@ def _design_intervals(
     n: int,
     confidence: float,
     max_n: NDArray[np.float64],
+    population: int,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Per-model score interval of the design-based PPI accuracy: Wilson at the effective size.
 
@@ -1093,10 +1097,20 @@ def _design_intervals(
     successes) among the labels gets the labels' Kish size (no credit from the vote), as its
     PPI variance says nothing about the errors not yet seen: 8 near-copies of a 0.96 model
     wrong on 3 % of rows, 35 labels, often 0-1 of them there, were estimated at 0.989 +- 0.006
-    and their intervals covered 0.80 (60 campaigns).
+    and their intervals covered 0.80 (60 campaigns). Such a count of labels is drawn without
+    replacement from the ``population`` rows (its finite-population factor; every row
+    labelled: the exact accuracy).
     """
     bounds = [
-        wilson_effective(float(m), float(s), max(n - 1, 1), confidence, n, max_n=float(c))
+        wilson_effective(
+            float(m),
+            float(s),
+            max(n - 1, 1),
+            confidence,
+            n,
+            max_n=float(c),
+            population=population,
+        )
         for m, s, c in zip(mean, sd, max_n, strict=True)
     ]
     low, high = np.array(bounds).T
@@ -1218,8 +1232,11 @@ def _prob_beats(draws: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _prob_best(draws: NDArray[np.float64]) -> NDArray[np.float64]:
-    d, m = draws.shape
-    return np.bincount(draws.argmax(axis=1), minlength=m) / d
+    """Share of the draws in which each model is best, a tie of k models counting 1/k each
+    (argmax gave it to the first: two models of exactly 0.9 on a fully labelled pile were
+    P(best) 1 and 0)."""
+    top = draws == draws.max(axis=1, keepdims=True)
+    return np.asarray((top / top.sum(axis=1, keepdims=True)).mean(axis=0), dtype=np.float64)
 
 
 def _fingerprint(pred: NDArray[np.int64]) -> str:
