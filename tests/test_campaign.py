@@ -586,3 +586,58 @@ def test_every_label_correct_gives_an_accuracy_of_exactly_one() -> None:
     strata = np.repeat(np.arange(sizes.size), 3)
     assert stratified_difference(np.ones(strata.size), strata, sizes).value == 1.0
     assert stratified_difference(np.zeros(strata.size), strata, sizes).value == 0.0
+
+
+def test_surrogate_needs_five_labels_per_coefficient_in_every_fold() -> None:
+    """The surrogate was fitted from 4 labels per fold (a classifier's 9 coefficients on the
+    28 training labels of a 35-label campaign); its power tuning then measured the sample's
+    errors, not the surrogate (lambda >= 0.5 at 35 labels: coverage 0.922 over 6 piles).
+    Every training fold now holds at least 5 labels per coefficient, 5 (p + 1)."""
+    from labelwise.campaign import _estimators
+
+    g = np.random.default_rng(0)
+    p = 8
+    x = g.normal(size=(60, p))
+    y = (g.random(60) < 0.7).astype(float)
+    folds = np.arange(60) % 5
+    fit_surrogate = _estimators.fit_surrogate
+    for n in (35, 55, 56):  # some training set of 44 or fewer labels: no surrogate
+        assert fit_surrogate(x[:n], y[:n], folds[:n], 5) is None
+    assert fit_surrogate(x[:57], y[:57], folds[:57], 5) is not None  # folds of 11-12: 45+
+    lopsided = folds.copy()
+    lopsided[[1, 2, 3, 6]] = 0  # 60 labels, one fold of 16: a training set of 44
+    assert fit_surrogate(x, y, lopsided, 5) is None
+    assert fit_surrogate(x, y, folds, 5) is not None
+    assert _estimators.surrogate_min_labels(p, 5) == 57
+
+
+def test_a_35_label_campaign_gives_the_plain_stratified_estimate() -> None:
+    """At 35 labels 'auto' said 'surrogate power-tuning lambda = ...' with a surrogate of 9
+    coefficients fitted on 28 labels; it is now the plain stratified estimator (the
+    reference: stratified_difference without a surrogate on the same labels), with a note
+    saying how many labels the surrogate needs."""
+    from labelwise.campaign._estimators import stratified_difference
+
+    y, acts, probs = _pile(600, kind="informative", seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        for seed in range(5):
+            c = lw.Campaign(acts, probs, rng=seed)
+            rows = c.propose(35)
+            c.record(rows, y[rows])
+            e = c.estimate()
+            assert any("too few labels for the surrogate (about 57" in n for n in e.notes)
+            assert not any("lambda" in n for n in e.notes)
+            ref = stratified_difference(
+                y[rows],
+                c.strata[rows],
+                np.bincount(c.strata),
+                groups=c._groups,
+                binary=True,
+                nu0=12.0,
+            )
+            assert e.value == pytest.approx(ref.value, abs=1e-12)
+            assert e.std_error == pytest.approx(ref.std_error, rel=1e-12)
+            rows = c.propose(65)  # 100 labels: folds of about 20, the surrogate is fitted
+            c.record(rows, y[rows])
+            assert any("lambda = " in n for n in c.estimate().notes)

@@ -46,6 +46,7 @@ from ._estimators import (
     kish_size,
     srs_worth,
     stratified_difference,
+    surrogate_min_labels,
     t_interval,
 )
 from ._features import (
@@ -100,9 +101,11 @@ class Campaign:
         ``"auto"`` resolves to ``"model-assisted"`` with one stratum per predicted class (plus
         3 low-confidence strata) and a defensive half of every batch allocated proportionally.
         Its power tuning falls back to the plain stratified estimator when the surrogate is
-        useless. For regression ``"auto"`` is ``"srs"``: stratifying on activation
-        outlyingness measured no gain over SRS on the study's regression contexts (see
-        ``labelwise.experiments.campaign_study`` and :func:`_resolve`).
+        useless, and the surrogate is fitted only from about 57 labels on (5 per coefficient
+        in every cross-fitting fold, :func:`._estimators.fit_surrogate`). For regression
+        ``"auto"`` is ``"srs"``: stratifying on activation outlyingness measured no gain over
+        SRS on the study's regression contexts (see ``labelwise.experiments.campaign_study``
+        and :func:`_resolve`).
     confidence:
         Level of the intervals from :meth:`estimate`.
     n_strata, min_stratum_size:
@@ -771,7 +774,11 @@ class Campaign:
                     "every recorded score is the same: no surrogate to fit (plain stratified)"
                 )
             else:
-                lam_note = "too few labels for the surrogate (< 20): plain stratified estimator"
+                need = surrogate_min_labels(self._features.shape[1], _N_FOLDS)
+                lam_note = (
+                    f"too few labels for the surrogate (about {need}: 5 per coefficient in "
+                    "every cross-fitting fold): plain stratified estimator"
+                )
         # no floor from the model's calibrated error under the stratum variances any more: a
         # group whose labels show no error is covered by grouped_wilson's n_g* <= n_g, and the
         # floor, inflated by the labelled errors of other strata, overstated the variance of
