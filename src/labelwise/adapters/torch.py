@@ -631,6 +631,27 @@ def outputs_are_probabilities(out: torch.Tensor) -> bool:
     )
 
 
+def channels_first_view(model: torch.nn.Module) -> torch.nn.Module:
+    """``model``, which takes channels-last images (N, H, W, C), as a module taking (N, C, H, W):
+    its input is permuted back to (N, H, W, C) before ``model`` runs, so the image
+    perturbations and the occlusion maps, which work on (N, C, H, W), move pixels and not
+    channels. The view keeps the model's training mode (torchattacks restores the mode of the
+    module it is given)."""
+    import torch
+
+    class _ChannelsFirstView(torch.nn.Module):
+        def __init__(self, inner: torch.nn.Module) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x: torch.Tensor) -> Any:
+            return self.inner(x.permute(0, 2, 3, 1))
+
+    view = _ChannelsFirstView(model)
+    view.training = model.training
+    return view
+
+
 def _model_classes(model: torch.nn.Module) -> tuple[str, ...] | None:
     """Names from a ``classes`` attribute holding a list of str (anything else is ignored)."""
     try:

@@ -85,6 +85,13 @@ def add_parser(sub: Any) -> None:
         help="hot: class probability below this when occluded, with --masks (default: "
         f"{_DEFAULTS['rho']:g})",
     )
+    dp.add_argument(
+        "--layout",
+        choices=["chw", "hwc"],
+        default=None,
+        help="image inputs: channels first (N, C, H, W) or last (N, H, W, C), for rotation, "
+        "patch and --masks (default: chw; inputs that look channels-last must say which)",
+    )
     dp.add_argument("--seed", type=int, default=0, help="seed for random perturbations")
     dp.set_defaults(func=cmd_dependability)
 
@@ -108,10 +115,13 @@ def cmd_dependability(args: argparse.Namespace) -> int:
             raise LabelwiseError(f"--{flag} needs --{needs} (it sets that metric only)")
         if getattr(args, flag) is None:
             setattr(args, flag, _DEFAULTS[flag])
+    if args.layout is not None and not (args.perturb or args.masks is not None):
+        raise LabelwiseError("--layout needs --perturb or --masks (it sets how images are read)")
     if args.masks is not None and not 0 < args.rho < 1:
         # the occluded class probability is in [0, 1]: rho >= 1 makes every window hot
         raise LabelwiseError(f"--rho must be a class probability in (0, 1), got {args.rho:g}")
     inputs = load_array(args.inputs, "--inputs")
+    _check_layout(args, inputs.shape)
     labels = _all_labels(args.labels, inputs.shape[0])
     model = load_model(args.model)
     cap = capture(model, inputs, layer=args.layer)
@@ -143,6 +153,11 @@ def _model_metrics(
 ) -> list[str]:
     """The metrics that need the model itself; returns the plots written."""
     written: list[str] = []
+    if args.layout == "hwc":
+        # the image perturbations and occlusion work on (N, C, H, W)
+        from ..adapters.torch import channels_first_view
+
+        model, inputs = channels_first_view(model), np.moveaxis(np.asarray(inputs), -1, 1)
     if args.perturb:
         from ..dependability import robustness as rb
 
@@ -208,6 +223,30 @@ def _model_metrics(
         if ip.plot_sweep(curve, args.out / "interpretation.png"):
             written.append("interpretation.png")
     return written
+
+
+_IMAGE_PERTURBATIONS = ("rotation", "patch")
+
+
+def _check_layout(args: argparse.Namespace, shape: tuple[int, ...]) -> None:
+    """--layout hwc needs (N, H, W, C) inputs; without --layout, inputs that look channels-last
+    (a last axis of 1, 3 or 4 after one that is not) are refused where the layout matters
+    (rotation, patch, occlusion): read as (N, C, H, W), rotation turned (C=8, H=8, W=1) 'images'
+    and reported another confidence loss without a word."""
+    perturb = [n.strip() for n in (args.perturb or "").split(",")]
+    uses = [f"--perturb {n}" for n in _IMAGE_PERTURBATIONS if n in perturb]
+    uses += ["--masks"] if args.masks is not None else []
+    if args.layout == "hwc" and len(shape) != 4:
+        raise LabelwiseError(
+            f"--layout hwc needs --inputs of shape (rows, height, width, channels), got {shape}"
+        )
+    looks_hwc = len(shape) == 4 and shape[-1] in (1, 3, 4) and shape[1] not in (1, 3, 4)
+    if args.layout is None and looks_hwc and uses:
+        raise LabelwiseError(
+            f"--inputs of shape {shape} look channels-last (rows, height, width, channels), "
+            f"and {' and '.join(uses)} must know where the channels are: pass --layout hwc "
+            f"(or --layout chw if the {shape[1]} of axis 1 are channels)"
+        )
 
 
 def _counted_as_zero(per_image: np.ndarray, denominators: np.ndarray, why: str) -> str:
