@@ -140,3 +140,34 @@ def test_logits_output_on_a_single_output_model_is_an_error(
     assert "--logits-output" in err and "two outputs" in err and "drop it" in err
     assert "Traceback" not in err
     assert not (tmp_path / "cap" / "activations.npy").exists()
+
+
+def test_a_failed_capture_leaves_no_empty_out_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every failed capture into a new --out (a model that cannot be loaded, a model that
+    refuses the inputs, a corrupt image) left an empty OUT directory behind (7 of 7 runs in a
+    user's session); the next look at the folder suggested a capture had run. A new --out is
+    removed again; an existing one keeps what it held."""
+    (tmp_path / "broken.pt").write_bytes(b"not a model")
+    model = _save(_mlp(), tmp_path / "model.pt")
+    np.save(tmp_path / "inputs.npy", np.zeros((5, 64), dtype=np.float32))
+    np.save(tmp_path / "wrong.npy", np.zeros((5, 8, 8), dtype=np.float32))
+    for n, (path, inputs) in enumerate(
+        [(tmp_path / "broken.pt", "inputs.npy"), (model, "wrong.npy")]
+    ):
+        out = tmp_path / f"new{n}" / "cap"
+        argv = ["capture", "--model", str(path), "--inputs", str(tmp_path / inputs)]
+        assert main([*argv, "--out", str(out)]) == 2
+        assert "labelwise: error:" in capsys.readouterr().err
+        assert not (tmp_path / f"new{n}").exists() and tmp_path.is_dir()  # what it created
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    argv = ["capture", "--model", str(tmp_path / "broken.pt"), "--inputs"]
+    assert main([*argv, str(tmp_path / "inputs.npy"), "--out", str(kept)]) == 2
+    assert [p.name for p in kept.iterdir()] == ["notes.txt"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main([*argv, str(tmp_path / "inputs.npy"), "--out", str(empty)]) == 2
+    assert empty.is_dir()  # the user's own (empty) folder stays

@@ -4,6 +4,7 @@ probabilities batch by batch."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shutil
 import sys
@@ -227,6 +228,16 @@ def _pile_hint(inputs: Any, message: str) -> str:
     )
 
 
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders a failed run created (deepest first) while they are empty: a failed
+    capture into a new --out left an empty OUT behind, as if a capture had run."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
 def cmd_capture(args: argparse.Namespace) -> int:
     _model_route(args)  # argument errors before the inputs are read
     # the inputs are checked before the model is loaded (quick errors first), but what opening
@@ -238,11 +249,13 @@ def cmd_capture(args: argparse.Namespace) -> int:
     out: Path = args.out
     if out.exists() and not out.is_dir():
         raise LabelwiseError(f"--out: {out} exists and is not a directory")
+    # the folders this run creates (deepest first): removed again if it fails
+    created = list(itertools.takewhile(lambda p: not p.exists(), (out, *out.parents)))
     out.mkdir(parents=True, exist_ok=True)
     # the capture is written into a staging directory inside --out and moved into place only
     # when every check passed: a failed run leaves an earlier capture in --out as it was
     stage = Path(tempfile.mkdtemp(prefix=".capture-", dir=out))
-    replacing = False
+    replacing = done = False
     try:
         try:
             cap, about = _capture(args, inputs, stage, notes)
@@ -280,6 +293,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
                 (out / name).unlink(missing_ok=True)
         for name in [*written, CAPTURE]:
             os.replace(stage / name, out / name)
+        done = True
     except KeyboardInterrupt:
         if replacing:
             raise
@@ -287,6 +301,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
         return 130
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+        if not done:
+            _remove_empty(created)
     print(
         f"captured {cap.activations.shape[0]} rows ({about['model_kind']}): layer {cap.layer}, "
         f"{cap.activations.shape[1]} neurons"
