@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import traceback
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 from .. import __version__
 from ..exceptions import LabelwiseError, MissingDependencyError
@@ -71,7 +74,11 @@ SUBCOMMANDS = (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; a reader that closes the pipe early (``| head``) ends it quietly."""
+    """Run the CLI; a reader that closes the pipe early (``| head``) ends it quietly, and
+    SIGTERM (``kill PID``, a job scheduler) ends it as Ctrl-C does: files written atomically,
+    staging files removed (its default action killed the process with a capture's half-written
+    arrays left in OUT/.capture-XXXX/)."""
+    previous = _terminate_as_interrupt()
     try:
         return _main(argv)
     except BrokenPipeError:
@@ -79,6 +86,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _terminate_as_interrupt() -> Any:
+    """Raise KeyboardInterrupt on SIGTERM while a command runs (only the main thread may set
+    a handler; a caller's own handler is kept); the handler it replaced, or None."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return None
+    return signal.signal(signal.SIGTERM, _interrupt)
 
 
 def _main(argv: Sequence[str] | None) -> int:
