@@ -224,6 +224,23 @@ def test_campaign_report_numbers_equal_estimate_json(
     assert last[3] - last[2] < first[3] - first[2]
 
 
+def test_worth_is_explained_as_the_number_it_is(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The report explained 'worth about 91 labels drawn at random' as 'n x Var_SRS /
+    Var_design', the definition the campaign dropped (it gave 'worth 144' on a pile of 123):
+    the number is srs_worth's, the random-sample size whose own interval is as narrow as the
+    one reported. The explanation says that, as 'estimate' and the Estimate docstring do."""
+    d, est = _campaign(pile, capsys)
+    assert run_cli(["report", d, "--out", pile["dir"] / "r.html"], capsys)[0] == 0
+    page = (pile["dir"] / "r.html").read_text(encoding="utf-8")
+    labels = page[page.index('<section id="labels">') :]
+    labels = labels[: labels.index("</section>")]
+    assert f"worth about {est['effective_sample_size']:,.0f} labels drawn at random" in labels
+    assert "Var" not in labels
+    assert "whose own interval would be as narrow as this one" in labels
+
+
 def test_ranking_section_shows_p_best(
     pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:

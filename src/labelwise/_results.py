@@ -145,9 +145,11 @@ class Estimate(Result):
     ``value`` is the model's accuracy (classification) or 1-MSE (regression) on the whole pile,
     estimated from ``n_labelled`` labels; ``[ci_low, ci_high]`` is a ``confidence`` interval.
     ``effective_sample_size`` (designed campaigns only): how many simple-random-sample labels
-    these labels are worth: the m whose simple-random-sample interval, z sqrt(n Var_SRS(n) / m),
-    is as narrow as the interval reported, Var_SRS(n) estimated from the labels (so the
-    saving it states is the one the interval shows).
+    these labels are worth: the m (in [1, N]) whose simple-random-sample interval is as narrow
+    as the interval reported, Wilson's with the finite-population factor for accuracy (as
+    :func:`labelwise.srs_estimate` reports it), z sqrt(S² (1/m - 1/N)) for 1-MSE with S²
+    estimated from the labels (``campaign._estimators.srs_worth``), so the saving it states
+    is the one the interval shows.
     """
 
     higher_is_better: ClassVar[bool | None] = True

@@ -515,7 +515,7 @@ def _labels_section(data: ReportData) -> list[str]:
     )
     worth = (
         f"they are worth about {ess:,.0f} labels drawn at random (effective sample size: "
-        "n &times; Var<sub>SRS</sub> / Var<sub>design</sub>)."
+        "the number of random labels whose own interval would be as narrow as this one)."
         if ess is not None and math.isfinite(ess)
         else "no effective sample size is reported for this estimator."
     )
