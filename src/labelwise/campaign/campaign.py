@@ -199,6 +199,8 @@ class Campaign:
         self._scores = np.full(n, np.nan)
         self._draws: dict[str, list[float]] = {"row": [], "nq": [], "f": [], "fbar": []}
         self._n_batches = 0
+        # rows proposed after each batch (None: a state saved before they were recorded)
+        self._batch_ends: list[int] | None = []
 
     # ---------------------------------------------------------------- set-up
     def _setup(
@@ -290,6 +292,8 @@ class Campaign:
         self._proposed = np.concatenate([self._proposed, rows])
         self._is_proposed[rows] = True
         self._n_batches += 1
+        if self._batch_ends is not None:
+            self._batch_ends.append(int(self._proposed.size))
         return rows.copy()
 
     def _propose_strata(self, n: int) -> NDArray[np.int64]:
@@ -588,8 +592,12 @@ class Campaign:
         For the estimate against the number of labels (``labelwise report``): the
         copy's :meth:`estimate` is what the campaign said when only those rows were
         recorded (the state does not keep the order labels arrived in; proposal order is the
-        order they were asked for). The copy shares the design with this campaign; do not
-        propose or record with it.
+        order they were asked for). The copy has proposed only the batches up to the one
+        holding its last row: with every later batch proposed, strata a small first batch
+        could not fill were estimated at the finer level the next batch reached (10 labels:
+        0.331 where the campaign had said 0.458). Not for ``"active"``, whose estimate reads
+        its draws; nor for states saved before the batches were recorded. The copy shares the
+        design with this campaign; do not propose or record with it.
         """
         rec = self._recorded_rows()
         n = check_int(n, "n", minimum=1, maximum=max(int(rec.size), 1))
@@ -597,6 +605,12 @@ class Campaign:
         out._scores = np.full(self.population_size, np.nan)
         out._scores[rec[:n]] = self._scores[rec[:n]]
         out._cs_cache = {}
+        if self._batch_ends and self.method != "active" and rec.size:
+            last = int(np.flatnonzero(self._proposed == rec[n - 1])[0])
+            end = next(e for e in self._batch_ends if e > last)
+            out._proposed = self._proposed[:end]
+            out._is_proposed = np.zeros(self.population_size, dtype=bool)
+            out._is_proposed[out._proposed] = True
         return out
 
     # ---------------------------------------------------------------- estimate
@@ -1088,6 +1102,7 @@ class Campaign:
                 "recorded_scores": self._scores[rec].tolist(),
                 "draws": self._draws,
                 "n_batches": self._n_batches,
+                "batch_ends": self._batch_ends,
                 "active_rng": self._active_gen.bit_generator.state,
                 "score_floor": self.score_floor,
             }
@@ -1200,6 +1215,7 @@ class Campaign:
             self._scores[recorded] = scores
             self._draws = {k: list(v) for k, v in d["draws"].items()}
             self._n_batches = int(d["n_batches"])
+            self._batch_ends = _batch_ends(d.get("batch_ends"), self._n_batches, self.n_proposed)
             self._active_gen.bit_generator.state = d["active_rng"]
             return self
         except LabelwiseError:
@@ -1418,6 +1434,20 @@ def _check_class_probabilities(probabilities: ArrayLike) -> Any:
             f"{tuple(probs.shape)}; for a regression model pass probabilities=None"
         )
     return probs
+
+
+def _batch_ends(value: Any, n_batches: int, n_proposed: int) -> list[int] | None:
+    """The saved rows proposed after each batch (None for states saved before they were
+    recorded): ``n_batches`` increasing counts ending at ``n_proposed``."""
+    if value is None:
+        return None
+    ends = [check_int(e, "batch_ends", minimum=1, maximum=n_proposed) for e in value]
+    if len(ends) != n_batches or (ends and ends[-1] != n_proposed) or ends != sorted(set(ends)):
+        raise LabelwiseError(
+            f"batch_ends must be {n_batches} increasing row counts ending at the {n_proposed} "
+            f"rows proposed, got {value!r}"
+        )
+    return ends
 
 
 def _rows_in(value: Any, n: int, what: str) -> NDArray[np.int64]:
