@@ -91,6 +91,21 @@ def test_wilson_textbook_value() -> None:
     assert (lo, hi) == (pytest.approx(0.5408, abs=5e-5), pytest.approx(0.9314, abs=5e-5))
 
 
+def test_wilson_interval_always_holds_its_proportion() -> None:
+    """All labels correct: Wilson's upper limit came out 0.9999999999999999 for 97 of the
+    sizes 1..300 (0 errors: the lower limit 1e-17 above 0 for 41), so 'estimate' wrote an
+    accuracy of 1.0 with ci_high 0.9999999999999999 in estimate.json: the estimate outside its
+    own interval (369 of 181,800 (successes, n, fpc) cases). The interval now holds p = s/n,
+    exactly 1 (0) when every label is correct (wrong)."""
+    for fpc in (1.0, 0.5):
+        for n in range(1, 121):
+            for s in range(n + 1):
+                lo, hi = lw.wilson_interval(s, n, fpc=fpc)
+                assert lo <= s / n <= hi, (s, n, fpc)
+            assert lw.wilson_interval(n, n, fpc=fpc)[1] == 1.0
+            assert lw.wilson_interval(0, n, fpc=fpc)[0] == 0.0
+
+
 def test_binary_srs_uses_wilson_with_finite_population_factor() -> None:
     scores = [1.0] * 8 + [0.0] * 2
     e = lw.srs_estimate(scores)  # infinite population: the textbook interval

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from ..estimation._bootstrap import bootstrap_t_interval
-from ..estimation.estimators import without_replacement_factor
+from ..estimation.estimators import wilson_limits, without_replacement_factor
 
 # scale of the "no error seen" floor q = 0.5 / (n_g + 1) (Jeffreys) on a group's variance; 0.5
 # since the calibrated-error floor also applies: digits-none w 1.10 -> 0.88 at coverage >= 0.985,
@@ -454,11 +454,7 @@ def _wilson_many(
     p: float, n_eff: float, z: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Wilson's interval for p with n_eff draws, at every quantile in ``z``."""
-    z2 = z * z
-    denom = 1 + z2 / n_eff
-    centre = (p + z2 / (2 * n_eff)) / denom
-    half = z * np.sqrt(p * (1 - p) / n_eff + z2 / (4 * n_eff**2)) / denom
-    return np.maximum(0.0, centre - half), np.minimum(1.0, centre + half)
+    return wilson_limits(p, n_eff, z)
 
 
 def _wilson(p: float, n_eff: float, z: float) -> tuple[float, float]:

@@ -250,12 +250,28 @@ def wilson_interval(
         raise LabelwiseError(f"confidence must be in (0, 1), got {confidence!r}")
     if not 0 <= fpc <= 1:
         raise LabelwiseError(f"fpc must be in [0, 1], got {fpc}")
-    z2 = float(stats.norm.ppf(0.5 + confidence / 2)) ** 2 * fpc
-    p = successes / n
+    z = float(stats.norm.ppf(0.5 + confidence / 2)) * math.sqrt(fpc)
+    lo, hi = wilson_limits(successes / n, n, np.array([z]))
+    return float(lo[0]), float(hi[0])
+
+
+def wilson_limits(
+    p: float, n: float, z: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Wilson's score interval (Wilson 1927) for a proportion ``p`` of ``n`` (possibly
+    effective, non-integer) draws, at every normal quantile in ``z``:
+    (p + z²/2n ± z sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n), within [0, 1].
+
+    It always holds ``p``; rounding put the upper limit at 0.9999999999999999 when every
+    draw succeeded (an accuracy of 1.0 just outside its own interval), so the limits are
+    clipped to hold ``p``: exactly 1 (0) when every draw succeeded (failed)."""
+    z2 = z * z
     denom = 1 + z2 / n
     centre = (p + z2 / (2 * n)) / denom
-    half = math.sqrt(max(z2 * p * (1 - p) / n + z2**2 / (4 * n**2), 0.0)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    half = z * np.sqrt(max(p * (1 - p), 0.0) / n + z2 / (4 * n**2)) / denom
+    lo = np.maximum(0.0, np.minimum(centre - half, p))
+    hi = np.minimum(1.0, np.maximum(centre + half, p))
+    return lo, hi
 
 
 def exact_estimate(
