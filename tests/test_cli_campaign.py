@@ -483,3 +483,28 @@ def test_a_campaign_on_a_capture_without_probs_is_a_classification_one(
     code, out, err = _run(["estimate", d, "--labels", tmp_path / "labels.csv", "--json"], capsys)
     assert code == 0, err
     assert json.loads(out)["campaign"]["task"] == "classification"
+
+
+def test_a_raw_classifier_capture_does_not_start_a_regression_campaign(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'capture --head raw' of a 10-class model writes outputs.npy (logits), no
+    probabilities: 'campaign --activations CAP/activations.npy' then started a *regression*
+    campaign that refused every class label ('needs a target column') and every target
+    ('targets must have the predictions' shape (20, 10)'). It is now an error naming the
+    raw outputs and the way out; a one-output raw capture (a regression model) still starts."""
+    from synthetic import captured_pile, run_cli
+
+    pile = captured_pile(tmp_path, 0, 200, [f"c{i}" for i in range(10)], 12, lambda y: [])
+    cap = pile["cap"]
+    (cap / "probabilities.npy").rename(cap / "outputs.npy")
+    (cap / "capture.json").write_text(json.dumps({"head": "raw", "outputs": 10}))
+    argv = ["campaign", tmp_path / "camp", "--activations", cap / "activations.npy"]
+    code, _, err = run_cli(argv, capsys)
+    assert code == 2 and "Traceback" not in err
+    assert "outputs.npy" in err and "--head raw" in err and "--probs" in err
+    assert not (tmp_path / "camp" / "campaign.state.json").exists()
+    np.save(cap / "outputs.npy", np.zeros((200, 1), dtype=np.float32))  # a regression model
+    code, out, err = run_cli(argv, capsys)
+    assert code == 0, err
+    assert "regression campaign" in out

@@ -71,6 +71,7 @@ CLASSES = "classes.json"
 IDS = "ids.txt"
 CAPTURE = "capture.json"
 CAPTURE_PROBS = OUTPUT_FILES["softmax"]  # beside capture.json: the model's softmax
+CAPTURE_RAW = OUTPUT_FILES["raw"]  # or its raw outputs ('capture --head raw')
 
 
 class Workspace:

@@ -30,7 +30,7 @@ from ..campaign.campaign import METHODS
 from ..estimation import correctness, regression_scores
 from ..exceptions import LabelwiseError
 from ..io import file_digest, load_array
-from ..workspace import CAMPAIGN, CAMPAIGN_ARRAYS, Workspace, load_campaign
+from ..workspace import CAMPAIGN, CAMPAIGN_ARRAYS, CAPTURE_RAW, Workspace, load_campaign
 from ._common import check_probabilities, default_probs, fresh_seed
 from ._piles import CLASSES_HELP, checked_classes, store_classes
 
@@ -126,6 +126,24 @@ def add_parser(sub: Any) -> None:
     c.set_defaults(func=cmd_campaign)
 
 
+def _refuse_raw_classifier(ws: Workspace) -> None:
+    """No probabilities and a capture whose raw outputs have several columns ('capture --head
+    raw' of a classifier): the campaign would be a regression one that refuses every class
+    label and cannot score a one-column target against (N, k) outputs."""
+    cap = ws.capture_dir()
+    raw = None if cap is None else cap / CAPTURE_RAW
+    if raw is None or not raw.is_file():
+        return
+    shape = load_array(raw, "outputs").shape
+    if len(shape) == 2 and shape[1] > 1:
+        raise LabelwiseError(
+            f"no --probs, and the capture holds the model's raw outputs ({raw}: {shape[1]} "
+            "columns, 'labelwise capture --head raw'), not probabilities: a classifier's "
+            "campaign needs them: capture again without --head raw (softmax is the default), "
+            "or give --probs; a regression campaign takes --predictions or --score-floor"
+        )
+
+
 def cmd_campaign(args: argparse.Namespace) -> int:
     ws = Workspace.create(args.dir, force=args.force, what="DIR", kind="campaign")
     ws.seed = args.seed if args.seed is not None else fresh_seed()
@@ -145,6 +163,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             )
         check_probabilities(probs, "--probs")
         _same_rows(probs, n, "--probs")
+    if probs is None and args.predictions is None:
+        _refuse_raw_classifier(ws)
     if args.predictions is not None:
         if probs is not None:
             raise LabelwiseError(
