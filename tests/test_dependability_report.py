@@ -260,3 +260,31 @@ def test_channels_last_images_are_perturbed_and_occluded_as_images(tmp_path, cap
     err = capsys.readouterr().err
     assert "labelwise: error:" in err and "--layout hwc" in err and "Traceback" not in err
     assert not (tmp_path / "guess").exists()
+
+
+def test_labels_by_class_name_with_classes(tmp_path, capsys) -> None:
+    """A labels CSV of class names was refused with 'to label by class name give the names:
+    --classes FILE', an option dependability did not have (unrecognized arguments). It now
+    takes --classes, and names give the accuracy numbers give."""
+    from labelwise.cli import main
+
+    _channel_models(tmp_path)
+    y = np.load(tmp_path / "y.npy")
+    names = ["ant", "bee", "cow", "doe"]
+    (tmp_path / "classes.txt").write_text("\n".join(names) + "\n")
+    with open(tmp_path / "names.csv", "w") as fh:
+        fh.write("row,label\n" + "".join(f"{i},{names[c]}\n" for i, c in enumerate(y)))
+    base = ["dependability", "--model", str(tmp_path / "chw.pt"), "--inputs",
+            str(tmp_path / "chw.npy")]  # fmt: skip
+    accuracy = {}
+    by_name = ["--labels", str(tmp_path / "names.csv"), "--classes", str(tmp_path / "classes.txt")]
+    for kind, labels in (("npy", ["--labels", str(tmp_path / "y.npy")]), ("csv", by_name)):
+        assert main([*base, "--out", str(tmp_path / kind), *labels]) == 0
+        doc = json.loads((tmp_path / kind / "dependability.json").read_text())
+        accuracy[kind] = {r["metric"]: r["value"] for r in doc["summary"]}["accuracy"]
+    capsys.readouterr()
+    assert accuracy["csv"] == accuracy["npy"]
+    argv = [*base, "--out", str(tmp_path / "x"), "--labels", str(tmp_path / "names.csv")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "give the names: --classes FILE" in err and "Traceback" not in err

@@ -12,6 +12,7 @@ from .._deps import install_hint
 from ..exceptions import LabelwiseError
 from ..io import load_array, read_labels_csv, write_json
 from ._common import DefaultsHelpFormatter
+from ._piles import CLASSES_HELP, read_classes
 
 # defaults of the options that belong to one metric (None in the parser: given or not)
 _DEFAULTS: dict[str, float] = {"eps": 0.03, "window": 4, "stride": 2, "rho": 0.5}
@@ -41,8 +42,12 @@ def add_parser(sub: Any) -> None:
         "--inputs", type=Path, required=True, help="inputs, .npy or zarr, first axis = rows"
     )
     dp.add_argument(
-        "--labels", type=Path, required=True, help="true classes: .npy (N,) or CSV row,label"
+        "--labels",
+        type=Path,
+        required=True,
+        help="true classes: .npy (N,) or CSV row,label (class numbers, or names with --classes)",
     )
+    dp.add_argument("--classes", type=Path, help=CLASSES_HELP)
     dp.add_argument("--out", type=Path, required=True, help="output directory")
     dp.add_argument(
         "--layer", default=None, help="layer for the neuron metrics (default: last hidden)"
@@ -122,7 +127,8 @@ def cmd_dependability(args: argparse.Namespace) -> int:
         raise LabelwiseError(f"--rho must be a class probability in (0, 1), got {args.rho:g}")
     inputs = load_array(args.inputs, "--inputs")
     _check_layout(args, inputs.shape)
-    labels = _all_labels(args.labels, inputs.shape[0])
+    classes = None if args.classes is None else read_classes(args.classes)
+    labels = _all_labels(args.labels, inputs.shape[0], classes)
     model = load_model(args.model)
     cap = capture(model, inputs, layer=args.layer)
     rep = dependability_report(
@@ -264,8 +270,9 @@ def _counted_as_zero(per_image: np.ndarray, denominators: np.ndarray, why: str) 
     return f"; {n_zero} of {per_image.size} images have {why} and count as 0 ({rest})"
 
 
-def _all_labels(path: Path, n_rows: int) -> np.ndarray:
-    """Labels for every input: a .npy of classes or a CSV row,label covering all rows."""
+def _all_labels(path: Path, n_rows: int, classes: list[str] | None) -> np.ndarray:
+    """Labels for every input: a .npy of classes or a CSV row,label covering all rows (class
+    names with ``classes``)."""
     if path.suffix == ".npy":
         y = np.asarray(load_array(path, "--labels", mmap=False))
         if y.ndim != 1 or y.size != n_rows:
@@ -273,7 +280,7 @@ def _all_labels(path: Path, n_rows: int) -> np.ndarray:
         if y.dtype.kind not in "iu" and not (y.dtype.kind == "f" and np.all(y == np.round(y))):
             raise LabelwiseError("--labels must hold integer classes")
         return y.astype(np.int64)
-    rows, kind, values = read_labels_csv(path)
+    rows, kind, values = read_labels_csv(path, classes=classes)
     if kind != "label":
         raise LabelwiseError(f"--labels: needs a 'label' column, got '{kind}'")
     if rows.size != n_rows or set(rows.tolist()) != set(range(n_rows)):
