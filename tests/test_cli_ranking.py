@@ -371,3 +371,30 @@ def test_cppi_extend_with_labels_is_the_campaigns_next_round(
     assert main(["select", "--extend", str(d), "--budget", "5", "--labels", str(part)]) == 2
     assert "20 selected rows have no label" in capsys.readouterr().err
     assert len(json.loads((d / "selection.json").read_text())["selection"]["indices"]) == 50
+
+
+def test_one_models_capture_as_predictions_says_how_to_stack_models(
+    zoo: dict, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A user with one capture per model gave a capture's predictions.npy (N,) or its
+    probabilities.npy (N, C) to --predictions: select said '--predictions must be (models,
+    inputs) ...' or 'predictions must be integer class labels when 2-D', rank 'must be (models,
+    N) ...', and nothing said how to make (M, N) from several captures. Each now says it holds
+    one model's outputs and how to stack the models' files."""
+    d = zoo["dir"]
+    np.save(tmp_path / "one_preds.npy", np.load(d / "preds.npy")[0])
+    np.save(tmp_path / "one_probs.npy", np.load(d / "probs.npy")[0])
+    argv = ["select", "--method", "sds", "--budget", "30", "--predictions",
+            str(d / "preds.npy"), "--out", str(tmp_path / "sel"), "--seed", "0"]  # fmt: skip
+    assert main(argv) == 0
+    labels = _label(tmp_path / "sel", zoo["labels"])
+    for one in ("one_preds.npy", "one_probs.npy"):
+        for argv in (
+            ["select", "--method", "sds", "--budget", "30", "--out", str(tmp_path / "s2")],
+            ["rank", str(tmp_path / "sel"), "--labels", str(labels)],
+        ):
+            capsys.readouterr()
+            assert main([*argv, "--predictions", str(tmp_path / one)]) == 2
+            err = capsys.readouterr().err
+            assert "one model's" in err and "numpy.stack" in err, err
+            assert "Traceback" not in err

@@ -14,6 +14,7 @@ from ..exceptions import LabelwiseError
 __all__ = [
     "PROBS_TOLERANCE",
     "DefaultsHelpFormatter",
+    "check_model_stack",
     "check_probabilities",
     "check_seed",
     "fresh_seed",
@@ -28,6 +29,30 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if action.default is None or action.default is False:
             return action.help
         return super()._get_help_string(action)
+
+
+def check_model_stack(preds: Any, flag: str, n_rows: int | None = None) -> None:
+    """``preds`` must be M models' outputs over the pile: (M, N) classes or (M, N, C)
+    probabilities (N = ``n_rows`` when known). One model's capture given instead (its
+    predictions.npy, (N,), or probabilities.npy, (N, C) non-integer) is named as such, with
+    how to stack several captures: the error said only which shapes it takes."""
+    shape = tuple(preds.shape)
+    n = "inputs" if n_rows is None else str(n_rows)
+    head = f"{flag} must be (models, {n}) or (models, {n}, classes), got shape {shape}"
+    sample = np.asarray(preds[:8]) if len(shape) == 2 else None
+    one_probs = (
+        sample is not None and sample.dtype.kind == "f" and bool(np.any(sample != np.round(sample)))
+    )
+    if len(shape) == 1 or one_probs:
+        what = "predictions (N,)" if len(shape) == 1 else "probabilities (N, C)"
+        raise LabelwiseError(
+            f"{head}: one model's {what}, as one capture writes them; stack the models' "
+            'files, one per model in the same row order, into one: python -c "import numpy '
+            "as np; np.save('preds.npy', np.stack([np.load(f) for f in ['a/predictions.npy', "
+            "'b/predictions.npy']]))\" (numpy.stack of probabilities.npy files gives (M, N, C))"
+        )
+    if len(shape) not in (2, 3) or (n_rows is not None and shape[1] != n_rows):
+        raise LabelwiseError(head)
 
 
 def fresh_seed() -> int:

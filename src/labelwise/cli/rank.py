@@ -15,7 +15,7 @@ from ..exceptions import LabelwiseError
 from ..io import load_array
 from ..ranking import RankingCampaign
 from ..workspace import Workspace
-from ._common import DefaultsHelpFormatter
+from ._common import DefaultsHelpFormatter, check_model_stack
 from ._piles import CLASSES_HELP, store_classes
 
 
@@ -85,11 +85,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
         preds = ws.load_source("predictions")
     else:
         raise LabelwiseError("--predictions is required: the selection did not record them")
-    if preds.ndim not in (2, 3) or preds.shape[1] != sel.population_size:
-        raise LabelwiseError(
-            f"--predictions must be (models, {sel.population_size}) or (models, "
-            f"{sel.population_size}, classes), got shape {preds.shape}"
-        )
+    check_model_stack(preds, "--predictions", sel.population_size)
     # Ranking reads every model's prediction at every selected row (and cppi all rows):
     # the (M, N) predictions are loaded whole below (np.asarray), a zarr store included.
     names = None

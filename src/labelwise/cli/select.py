@@ -18,7 +18,7 @@ from .._results import Selection
 from ..exceptions import LabelwiseError
 from ..sampling import extend
 from ..workspace import Workspace
-from ._common import check_probabilities, default_probs, fresh_seed
+from ._common import check_model_stack, check_probabilities, default_probs, fresh_seed
 from ._piles import CLASSES_HELP, store_classes
 
 #: CLI flag of each data key (see registry.NEEDS).
@@ -156,11 +156,8 @@ def cmd_select(args: argparse.Namespace) -> int:
         found = default_probs(ws)
         if found is not None:
             arrays["probs"] = ws.add_source("probs", found, "--probs")
-    if "predictions" in arrays and arrays["predictions"].ndim not in (2, 3):
-        raise LabelwiseError(
-            f"--predictions must be (models, inputs) or (models, inputs, classes), "
-            f"got shape {arrays['predictions'].shape}"
-        )
+    if "predictions" in arrays:
+        check_model_stack(arrays["predictions"], "--predictions")
     if "probs" in arrays and method.data != "probs":
         check_probabilities(arrays["probs"], "--probs")  # values outside [0, 1]: not confidences
     rows = {a.shape[1] if k == "predictions" else a.shape[0] for k, a in arrays.items()}
