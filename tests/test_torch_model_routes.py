@@ -294,6 +294,32 @@ def test_dataset_dataloader_and_sliceable_pile(user_dir: Path) -> None:
         capture(model, DataLoader(["a", "b"], batch_size=1), progress=False)
 
 
+def test_a_dataloader_that_reorders_or_drops_rows_is_refused(user_dir: Path) -> None:
+    """capture(model, DataLoader(ds, shuffle=True)) was taken as the pile: row i of the
+    capture held another input's outputs (largest probability difference to the ordered
+    capture 0.9999997 on 897 digits), so every label matched by row or id scored the wrong
+    input; drop_last=True silently captured 800 of 897 rows. Both are now errors that say
+    why; shuffle=False without drop_last is the pile as before."""
+    from torch.utils.data import DataLoader, SubsetRandomSampler, TensorDataset
+
+    model, _ = user_net(user_dir)
+    x = images(30)
+    ds = TensorDataset(torch.from_numpy(x), torch.zeros(30))
+    ref = capture(model, x, progress=False)
+    same = capture(model, DataLoader(ds, batch_size=8, shuffle=False), progress=False)
+    np.testing.assert_allclose(same.outputs, ref.outputs, atol=1e-6)
+    for loader in (
+        DataLoader(ds, batch_size=8, shuffle=True),
+        DataLoader(ds, batch_size=8, sampler=SubsetRandomSampler(range(30))),
+    ):
+        with pytest.raises(LabelwiseError, match=r"in the pile's order.*shuffle=False"):
+            capture(model, loader, progress=False)
+    with pytest.raises(LabelwiseError, match=r"drop_last=True.*last 6 rows"):
+        capture(model, DataLoader(ds, batch_size=8, drop_last=True), progress=False)
+    whole = capture(model, DataLoader(ds, batch_size=10, drop_last=True), progress=False)
+    np.testing.assert_allclose(whole.outputs, ref.outputs, atol=1e-6)  # nothing to drop
+
+
 def test_out_directory_is_written_batch_by_batch_and_atomically(tmp_path: Path) -> None:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(6, 4), nn.ReLU(), nn.Linear(4, 3))

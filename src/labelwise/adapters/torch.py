@@ -767,25 +767,37 @@ def _batches(
 def _loader_batches(
     inputs: Any, model_dtype: torch.dtype, batch_size: int
 ) -> tuple[int, Callable[[], Iterator[torch.Tensor]]]:
-    """Batches of a ``DataLoader`` (as it batches) or of a ``Dataset`` (in order)."""
-    from torch.utils.data import DataLoader
+    """Batches of a ``DataLoader`` (as it batches) or of a ``Dataset`` (in order).
+
+    The capture's row i must be the pile's row i (labels, ids and images are matched by row):
+    a DataLoader whose sampler is not sequential (``shuffle=True``, a random or custom
+    sampler) or that drops its last incomplete batch (``drop_last=True``) is refused."""
+    from torch.utils.data import DataLoader, SequentialSampler
 
     loader = inputs if isinstance(inputs, DataLoader) else None
     if loader is None:
         loader = DataLoader(inputs, batch_size=batch_size, shuffle=False)
     sampler: Any = loader.batch_sampler
     try:
-        if loader.batch_size is not None and loader.drop_last:
-            n = len(loader) * loader.batch_size
-        elif loader.batch_size is not None:
-            n = len(sampler.sampler)
-        else:
-            n = sum(len(b) for b in sampler)
+        n = len(sampler.sampler) if loader.batch_size is not None else sum(map(len, sampler))
     except TypeError:
         raise LabelwiseError(
             "inputs: a Dataset/DataLoader must have a length (an IterableDataset without "
             "__len__ cannot be captured); wrap it in a map-style Dataset"
         ) from None
+    if loader.batch_size is not None and not isinstance(loader.sampler, SequentialSampler):
+        raise LabelwiseError(
+            f"inputs: the DataLoader's sampler ({type(loader.sampler).__name__}) does not give "
+            "the rows in the pile's order, so the capture's rows would not be the pile's "
+            "(labels and ids are matched by row): pass the Dataset itself, or a DataLoader "
+            "with shuffle=False and no sampler"
+        )
+    if loader.batch_size is not None and loader.drop_last and n % loader.batch_size:
+        raise LabelwiseError(
+            f"inputs: the DataLoader has drop_last=True: the last {n % loader.batch_size} rows "
+            f"of the {n} would be left out of the capture; pass the Dataset itself, or a "
+            "DataLoader with drop_last=False"
+        )
     if n == 0:
         raise LabelwiseError("inputs must have at least one row, got 0")
 
