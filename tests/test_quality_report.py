@@ -215,3 +215,34 @@ def test_plot_with_a_radius_far_above_every_distance(tmp_path: Path) -> None:
     assert rep.overall["centroid_share"] == 1.0
     assert plot_quality(rep, tmp_path / "q.png") is not None
     assert (tmp_path / "q.png").stat().st_size > 1000
+
+
+def test_labels_csv_as_the_other_commands_take_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """--test-labels labels.csv (row,label, as 'label', 'import' and dependability write or
+    read it) was refused as 'not a readable .npy array ... a CSV or other table goes through
+    labelwise capture --inputs FILE first': advice for a pile, not for labels. quality now
+    reads a row,label CSV that labels every row (class names with --classes), and gives the
+    numbers the .npy gives."""
+    pytest.importorskip("sklearn")  # covariate_shift needs scikit-learn
+    xtr, ytr = blobs(200, 0)
+    xte, yte = blobs(100, 1)
+    for name, arr in {"tf": xtr, "tl": ytr, "f": xte, "l": yte, "p": probs_of(xte)}.items():
+        np.save(tmp_path / f"{name}.npy", arr)
+    (tmp_path / "classes.txt").write_text("cat\ndog\n")
+    with open(tmp_path / "l.csv", "w") as fh:
+        fh.write("row,label\n" + "".join(f"{i},{['cat', 'dog'][c]}\n" for i, c in enumerate(yte)))
+    common = ["quality", "--train-features", str(tmp_path / "tf.npy"), "--train-labels",
+              str(tmp_path / "tl.npy"), "--test-features", str(tmp_path / "f.npy"),
+              "--test-probs", str(tmp_path / "p.npy")]  # fmt: skip
+    by_csv = ["--test-labels", str(tmp_path / "l.csv"), "--classes", str(tmp_path / "classes.txt")]
+    docs = []
+    for n, labels in enumerate((["--test-labels", str(tmp_path / "l.npy")], by_csv)):
+        assert main([*common, *labels, "--out", str(tmp_path / f"q{n}")]) == 0
+        docs.append(json.loads((tmp_path / f"q{n}" / "quality.json").read_text()))
+    assert docs[0] == docs[1]
+    capsys.readouterr()
+    assert main([*common, *by_csv[:2], "--out", str(tmp_path / "q2")]) == 2
+    err = capsys.readouterr().err
+    assert "--classes" in err and "capture --inputs" not in err

@@ -8,8 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..exceptions import LabelwiseError
-from ..io import atomic_write, is_zarr_store, write_json
+from ..io import atomic_write, is_zarr_store, load_array, read_labels_csv, write_json
 from ..piles import IMAGE_SUFFIXES, ImageSpec, Pile, open_pile
 from ..workspace import CLASSES, IDS, Workspace
 
@@ -121,6 +123,31 @@ def write_pile_files(out: Path, pile: Pile, classes: list[str] | None) -> list[s
         write_json(out / CLASSES, classes)
         written.append(CLASSES)
     return written
+
+
+def read_all_labels(
+    path: Path, flag: str, n_rows: int | None = None, classes: list[str] | None = None
+) -> np.ndarray:
+    """The true class of every input (``n_rows`` of them; None: as many as the file labels):
+    a .npy of class numbers, or a CSV ``row,label`` labelling every row once (class names
+    with ``classes``), as the labelling commands write it."""
+    if path.suffix == ".npy":
+        y = np.asarray(load_array(path, flag, mmap=False))
+        if y.ndim != 1 or (n_rows is not None and y.size != n_rows):
+            want = "one class per input" if n_rows is None else f"{n_rows} classes"
+            raise LabelwiseError(f"{flag} must hold {want}, got shape {y.shape}")
+        if y.dtype.kind not in "iu" and not (y.dtype.kind == "f" and np.all(y == np.round(y))):
+            raise LabelwiseError(f"{flag} must hold integer classes")
+        return y.astype(np.int64)
+    rows, kind, values = read_labels_csv(path, classes=classes)
+    if kind != "label":
+        raise LabelwiseError(f"{flag}: needs a 'label' column, got '{kind}'")
+    n = rows.size if n_rows is None else n_rows
+    if rows.size != n or set(rows.tolist()) != set(range(n)):
+        raise LabelwiseError(f"{flag} must label every row 0..{n - 1} exactly once")
+    out = np.empty(n, dtype=np.int64)
+    out[rows] = values
+    return out
 
 
 def read_classes(path: Path) -> list[str]:

@@ -10,9 +10,9 @@ import numpy as np
 
 from .._deps import install_hint
 from ..exceptions import LabelwiseError
-from ..io import load_array, read_labels_csv, write_json
+from ..io import load_array, write_json
 from ._common import DefaultsHelpFormatter
-from ._piles import CLASSES_HELP, read_classes
+from ._piles import CLASSES_HELP, read_all_labels, read_classes
 
 # defaults of the options that belong to one metric (None in the parser: given or not)
 _DEFAULTS: dict[str, float] = {"eps": 0.03, "window": 4, "stride": 2, "rho": 0.5}
@@ -128,7 +128,7 @@ def cmd_dependability(args: argparse.Namespace) -> int:
     inputs = load_array(args.inputs, "--inputs")
     _check_layout(args, inputs.shape)
     classes = None if args.classes is None else read_classes(args.classes)
-    labels = _all_labels(args.labels, inputs.shape[0], classes)
+    labels = read_all_labels(args.labels, "--labels", inputs.shape[0], classes)
     model = load_model(args.model)
     cap = capture(model, inputs, layer=args.layer)
     rep = dependability_report(
@@ -268,23 +268,3 @@ def _counted_as_zero(per_image: np.ndarray, denominators: np.ndarray, why: str) 
         else "no image defines it"
     )
     return f"; {n_zero} of {per_image.size} images have {why} and count as 0 ({rest})"
-
-
-def _all_labels(path: Path, n_rows: int, classes: list[str] | None) -> np.ndarray:
-    """Labels for every input: a .npy of classes or a CSV row,label covering all rows (class
-    names with ``classes``)."""
-    if path.suffix == ".npy":
-        y = np.asarray(load_array(path, "--labels", mmap=False))
-        if y.ndim != 1 or y.size != n_rows:
-            raise LabelwiseError(f"--labels must hold {n_rows} classes, got shape {y.shape}")
-        if y.dtype.kind not in "iu" and not (y.dtype.kind == "f" and np.all(y == np.round(y))):
-            raise LabelwiseError("--labels must hold integer classes")
-        return y.astype(np.int64)
-    rows, kind, values = read_labels_csv(path, classes=classes)
-    if kind != "label":
-        raise LabelwiseError(f"--labels: needs a 'label' column, got '{kind}'")
-    if rows.size != n_rows or set(rows.tolist()) != set(range(n_rows)):
-        raise LabelwiseError(f"--labels must label every row 0..{n_rows - 1} exactly once")
-    out = np.empty(n_rows, dtype=np.int64)
-    out[rows] = values
-    return out

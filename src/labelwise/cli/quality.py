@@ -6,12 +6,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .._deps import install_hint
 from ..exceptions import LabelwiseError
 from ..io import load_array, write_json
 from ._common import DefaultsHelpFormatter
+from ._piles import CLASSES_HELP, read_all_labels, read_classes
 
 
 def add_parser(sub: Any) -> None:
@@ -34,8 +33,19 @@ def add_parser(sub: Any) -> None:
         ),
         formatter_class=DefaultsHelpFormatter,
     )
-    q.add_argument("--train-labels", type=Path, required=True, help="training classes, .npy")
-    q.add_argument("--test-labels", type=Path, required=True, help="test classes, .npy")
+    q.add_argument(
+        "--train-labels",
+        type=Path,
+        required=True,
+        help="training classes: .npy, or CSV row,label (class names with --classes)",
+    )
+    q.add_argument(
+        "--test-labels",
+        type=Path,
+        required=True,
+        help="test classes: .npy, or CSV row,label (class names with --classes)",
+    )
+    q.add_argument("--classes", type=Path, help=CLASSES_HELP)
     q.add_argument("--train-features", type=Path, help="training features (N, d), .npy or zarr")
     q.add_argument("--test-features", type=Path, help="test features (M, d), .npy or zarr")
     q.add_argument("--test-probs", type=Path, help="test class probabilities (M, C), .npy or zarr")
@@ -52,8 +62,9 @@ def add_parser(sub: Any) -> None:
 def cmd_quality(args: argparse.Namespace) -> int:
     from ..quality.report import plot_quality, quality_report
 
-    train_y = np.asarray(load_array(args.train_labels, "--train-labels", mmap=False))
-    test_y = np.asarray(load_array(args.test_labels, "--test-labels", mmap=False))
+    classes = None if args.classes is None else read_classes(args.classes)
+    train_y = read_all_labels(args.train_labels, "--train-labels", classes=classes)
+    test_y = read_all_labels(args.test_labels, "--test-labels", classes=classes)
     if args.model is not None:
         from ..adapters.torch import capture, load_model
 
