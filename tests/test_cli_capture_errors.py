@@ -223,3 +223,21 @@ def test_a_terminated_capture_leaves_no_half_written_files(tmp_path: Path) -> No
     assert "interrupted" in done.stderr and "Traceback" not in done.stderr
     assert sorted(p.name for p in out.iterdir()) == ["capture.json"]
     assert (out / "capture.json").read_text() == "{}"
+
+
+def test_an_unscaled_uint8_image_array_gets_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Images saved as a uint8 .npy (0..255, the common way) went to a model trained on
+    [0, 1] unscaled, without a word: on 897 digits the capture's accuracy fell from 0.925 to
+    0.844. The capture still runs (some models scale inside), with a note saying the values
+    were not scaled and how to scale them; float inputs get no note."""
+    torch.manual_seed(0)
+    model = _save(nn.Sequential(nn.Flatten(), _mlp()), tmp_path / "model.pt")
+    x = np.random.default_rng(0).random((6, 1, 8, 8))
+    for name, arr in (("u8", (x * 255).astype(np.uint8)), ("f32", x.astype(np.float32))):
+        capsys.readouterr()
+        assert _run(tmp_path, model, arr) == 0
+        err = capsys.readouterr().err
+        noted = "note:" in err and "uint8" in err and "255" in err
+        assert noted == (name == "u8"), err

@@ -148,11 +148,14 @@ class Pile:
         read: Callable[[NDArray[np.int64] | slice], NDArray[Any]],
         ids: Sequence[str],
         info: dict[str, Any],
+        stored_dtype: np.dtype[Any] | None = None,
     ) -> None:
         self.kind = kind
         self.path = path
         self.shape = shape
         self.dtype = np.dtype(np.float32)
+        #: the dtype an array pile is stored in (rows are read as float32); None otherwise
+        self.stored_dtype = stored_dtype
         self.ids = ids
         self._read = read
         self._info = info
@@ -329,6 +332,7 @@ def _array_pile(kind: str, path: Path, arr: NDArray[Any], info: dict[str, Any]) 
         read=read,
         ids=_RowNumbers(int(arr.shape[0])),
         info=info,
+        stored_dtype=np.dtype(arr.dtype),
     )
 
 
