@@ -398,3 +398,25 @@ def test_one_models_capture_as_predictions_says_how_to_stack_models(
             err = capsys.readouterr().err
             assert "one model's" in err and "numpy.stack" in err, err
             assert "Traceback" not in err
+
+
+def test_rank_of_a_cppi_selection_refuses_other_predictions(
+    zoo: dict, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """'rank DIR --predictions OTHER' on a cppi selection took predictions of the same shape
+    but other rows (the pile reordered) without a word: the labels were matched to other
+    inputs and the models' accuracies came out 0.02-0.04 with P(best) spread over all three
+    (a 200-row image pile, true 0.735-0.975). 'select --extend' already refused them by the
+    predictions' fingerprint; the campaign now checks it wherever it adopts a selection."""
+    d = zoo["dir"]
+    argv = ["select", "--method", "cppi", "--budget", "30", "--predictions",
+            str(d / "probs.npy"), "--out", str(tmp_path / "sel"), "--seed", "0"]  # fmt: skip
+    assert main(argv) == 0
+    labels = _label(tmp_path / "sel", zoo["labels"])
+    np.save(tmp_path / "reordered.npy", np.load(d / "probs.npy")[:, ::-1])
+    capsys.readouterr()
+    rank = ["rank", str(tmp_path / "sel"), "--labels", str(labels), "--bootstrap", "200"]
+    assert main([*rank, "--predictions", str(tmp_path / "reordered.npy")]) == 2
+    err = capsys.readouterr().err
+    assert "fingerprint differs" in err and "Traceback" not in err
+    assert main([*rank, "--predictions", str(d / "probs.npy")]) == 0  # the same file: fine

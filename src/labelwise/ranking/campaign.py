@@ -336,7 +336,10 @@ class RankingCampaign:
         return camp
 
     def _adopt(self, selection: Selection) -> None:
-        """Mark a cppi selection's rows as proposed, with their recorded weights."""
+        """Mark a cppi selection's rows as proposed, with their recorded weights. The
+        predictions must be the ones the selection was made from (its fingerprint of them):
+        'rank --predictions' with the pile's rows reordered gave accuracies of 0.02-0.04
+        without a word (extending checked it, ranking did not)."""
         check_same_population(selection, self.n_inputs)
         weights = np.asarray(selection.diagnostics.get("weights", ()), dtype=np.float64)
         if weights.shape != selection.indices.shape or not np.all(
@@ -350,6 +353,12 @@ class RankingCampaign:
             raise LabelwiseError(
                 f"predictions must come from the selection's "
                 f"{selection.diagnostics['n_models']} models, got {self.n_models}"
+            )
+        stored = selection.diagnostics.get("predictions_sha1")
+        if stored is not None and stored != _fingerprint(self._pred):
+            raise LabelwiseError(
+                "predictions must be the ones the selection was made from (their fingerprint "
+                "differs)"
             )
         self._proposed[selection.indices] = True
         for r, w in zip(selection.indices.tolist(), weights.tolist(), strict=True):
@@ -731,11 +740,6 @@ def _cppi_extend(
     gen = generator_for_extension(selection.rng_state, rng)
     share = float(selection.params.get("uniform_share", 0.2))
     camp = RankingCampaign(data, method="active", rng=gen, uniform_share=share)
-    stored = selection.diagnostics.get("predictions_sha1")
-    if stored is not None and stored != _fingerprint(camp._pred):
-        raise LabelwiseError(
-            "predictions must be the ones the selection was made from (their fingerprint differs)"
-        )
     camp._adopt(selection)
     if labels is not None:
         camp.record(selection.indices, labels)
