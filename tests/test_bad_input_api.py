@@ -261,3 +261,18 @@ def test_proposing_past_the_pile_says_how_many_rows_are_left() -> None:
             c.propose(1)
         with pytest.raises(lw.LabelwiseError, match=rf"{name} must be >= 1, got 0"):
             c.propose(0)
+
+
+def test_class_labels_given_as_scores_are_named() -> None:
+    """lw.estimate(selection, class_labels) returned a 'mean score' of 4.5 without a word;
+    whole-number scores above 1 now warn (at the caller's line) and say how to score them."""
+    sel = lw.srs_select(100, 10, rng=0)
+    classes = np.array([0, 3, 4, 9, 2, 5, 7, 1, 8, 6])
+    with pytest.warns(UserWarning, match=r"whole numbers up to 9.*labelwise\.correctness") as rec:
+        est = lw.estimate(sel, classes)
+    assert est.metric == "mean score" and est.value == 4.5
+    assert rec[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scores in [0, 1], or a named metric: no warning
+        lw.estimate(sel, classes / 9)
+        lw.estimate(sel, classes, metric="defects")

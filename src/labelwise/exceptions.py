@@ -18,3 +18,19 @@ class DegenerateDataWarning(UserWarning):
 
     The result is still returned, computed conservatively; the warning says what was done.
     """
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for :func:`warnings.warn` that names the caller's line: the first
+    frame outside the labelwise package (as pandas' ``find_stack_level``), however many
+    labelwise calls lie between (``estimate`` -> the registry -> ``srs_estimate`` -> ...)."""
+    import inspect
+    import os
+
+    package = os.path.dirname(__file__)
+    frame = inspect.currentframe()
+    level = 0
+    while frame is not None and os.path.dirname(frame.f_code.co_filename).startswith(package):
+        frame = frame.f_back
+        level += 1
+    return max(level, 1)

@@ -16,7 +16,7 @@ from scipy import stats
 
 from .._results import Estimate, Selection
 from .._validation import check_confidence, check_scores, is_binary
-from ..exceptions import DegenerateDataWarning, LabelwiseError
+from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 from ._bootstrap import bootstrap_t_interval
 
 # below this many scores the t interval is kept (see srs_estimate)
@@ -387,6 +387,16 @@ def _check_metric(metric: Any, y: NDArray[np.float64]) -> None:
             f"metric 'accuracy' needs scores in [0, 1] (1 = correct, 0 = wrong), got values "
             f"in [{y.min():g}, {y.max():g}]; score the labels with labelwise.correctness, or "
             "leave metric out (a mean score)"
+        )
+    if metric is None and y.size and float(y.max()) > 1 and bool(np.all(y == np.round(y))):
+        # whole numbers above 1: class labels passed where 1/0 correctness was meant (the
+        # estimate was a "mean score" of 4.5 without a word)
+        warnings.warn(
+            f"the scores are whole numbers up to {y.max():g}, not 1/0 correctness: the estimate "
+            "is their mean ('mean score'); if they are class labels, score them first with "
+            "labelwise.correctness(predicted, labels), or pass metric= to name what they are",
+            UserWarning,
+            stacklevel=user_stacklevel(),
         )
 
 
