@@ -1,6 +1,7 @@
-"""The shell commands read zarr stores where they read .npy files (``--activations``,
-``--probs``, ``--predictions``): the same selections, campaigns and estimates, the same
-checks that a recorded source did not change, and one-line errors for bad stores."""
+"""The shell commands read zarr stores and directories of .npy chunks where they read .npy
+files (``--activations``, ``--probs``, ``--predictions``): the same selections, campaigns and
+estimates, the same checks that a recorded source did not change, and one-line errors for
+bad stores."""
 
 from __future__ import annotations
 
@@ -47,6 +48,11 @@ def pile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         np.save(tmp_path / f"{name}.npy", arr)
         out[f"{name}.npy"] = tmp_path / f"{name}.npy"
         out[f"{name}.zarr"] = _zarr(tmp_path / f"{name}.zarr", arr)
+        parts = tmp_path / f"{name}-chunks"  # a directory of .npy chunks, in name order
+        parts.mkdir()
+        for i, start in enumerate(range(0, N, 250)):
+            np.save(parts / f"part-{i:05d}.npy", arr[start : start + 250])
+        out[f"{name}.chunks"] = parts
     return out
 
 
@@ -85,7 +91,7 @@ def test_select_and_estimate_on_zarr_equal_npy(
     method: str, pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
     results = {}
-    for kind in ("npy", "zarr"):
+    for kind in ("npy", "zarr", "chunks"):
         d = pile["dir"] / f"sel-{method}-{kind}"
         code, _, err = run_cli(
             [
@@ -116,7 +122,7 @@ def test_select_and_estimate_on_zarr_equal_npy(
         assert code == 0, err
         results[kind] = (rows, sel["selection"], _estimate_numbers(d))
     assert len(results["zarr"][0]) == 30
-    assert results["zarr"] == results["npy"]
+    assert results["zarr"] == results["npy"] == results["chunks"]
 
 
 def test_select_extend_on_zarr_equals_npy(
@@ -142,7 +148,7 @@ def test_campaign_next_estimate_on_zarr_equal_npy(
 ) -> None:
     results = {}
     y = pile["y"]
-    for kind in ("npy", "zarr"):
+    for kind in ("npy", "zarr", "chunks"):  # chunks: a directory of .npy parts
         d = pile["dir"] / f"camp-{kind}"
         code, out, err = run_cli(
             [
@@ -173,7 +179,7 @@ def test_campaign_next_estimate_on_zarr_equal_npy(
         assert code == 0, err
         results[kind] = (both, _estimate_numbers(d))
     assert len(results["zarr"][0]) == 35
-    assert results["zarr"] == results["npy"]
+    assert results["zarr"] == results["npy"] == results["chunks"]
 
 
 def test_regression_campaign_with_zarr_predictions_equals_npy(
@@ -251,7 +257,8 @@ def test_a_directory_that_is_no_zarr_store_is_one_line(
         if argv[0] == "select":
             argv += ["--out", pile["dir"] / "s"]
         line = _one_line_error(*run_cli(argv, capsys)[::2])
-        assert "--activations" in line and "not a zarr store" in line
+        assert "--activations" in line and "neither a zarr store" in line
+        assert "nor a directory of .npy chunks" in line
 
 
 def test_a_corrupt_zarr_store_is_one_line(

@@ -172,16 +172,27 @@ def load_array(path: str | os.PathLike[str], what: str, *, mmap: bool = True) ->
     A zarr store (:func:`is_zarr_store`: a ``*.zarr`` directory, or one holding ``zarr.json``
     or ``.zarray``) is opened read-only as a ``zarr.Array`` (zarr is optional, extra
     ``dask``); its rows are read only where they are used, block by block, like those of a
-    memory-mapped .npy. With ``mmap=False`` the whole array is read into a NumPy array
-    (either kind of file). Any other directory is an error.
+    memory-mapped .npy. Any other directory holding ``*.npy`` files is a directory of chunks,
+    memory-mapped and read as one along the rows in name order
+    (:class:`labelwise.ChunkedArray`, what :func:`labelwise.open_array` opens). With
+    ``mmap=False`` the whole array is read into a NumPy array (any kind).
     """
     p = Path(path)
     if p.is_dir():
         if not is_zarr_store(p):
-            raise LabelwiseError(
-                f"{what}: {p} is a directory but not a zarr store (no zarr.json or .zarray "
-                "in it); give a .npy file or a zarr array"
-            )
+            if not any(f.suffix == ".npy" and f.is_file() for f in p.iterdir()):
+                raise LabelwiseError(
+                    f"{what}: {p} is a directory but neither a zarr store (no zarr.json or "
+                    ".zarray in it) nor a directory of .npy chunks; give a .npy file, a zarr "
+                    "array or a directory of .npy chunks"
+                )
+            from ._chunks import ChunkedArray
+
+            try:
+                chunks = ChunkedArray.open(p)
+            except LabelwiseError as exc:
+                raise LabelwiseError(f"{what}: {exc}") from None
+            return np.asarray(chunks) if not mmap else chunks
         arr = open_zarr(p, what)
         if not mmap:
             try:
