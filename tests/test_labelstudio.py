@@ -289,6 +289,19 @@ def test_integer_choices_map_to_classes(tmp_path: Path) -> None:
     assert ans.labels == {3: 2} and ans.unknown == [(4, "7")] and ans.no_row == 1
 
 
+def test_choices_with_surrounding_spaces_name_their_class(tmp_path: Path) -> None:
+    """A labelling config edited by hand gave the choice 'Nine ' (a trailing space): it was
+    reported as unknown, where the labels CSV reader strips the same cell."""
+    doc = [
+        {"id": 1, "data": {"labelwise_row": 3}, "annotations": [_annotation("Nine ")]},
+        {"id": 2, "data": {"labelwise_row": 4}, "annotations": [_annotation(" Eight")]},
+        {"id": 3, "data": {"labelwise_row": 5}, "annotations": [_annotation("Ten")]},
+    ]
+    (tmp_path / "e.json").write_text(json.dumps(doc))
+    ans = read_label_studio_export(tmp_path / "e.json", ["Eight", "Nine"])
+    assert ans.labels == {3: 1, 4: 0} and ans.unknown == [(5, "Ten")]
+
+
 # ----------------------------------------------------------------------------- round trip
 
 

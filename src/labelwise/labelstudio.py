@@ -370,9 +370,12 @@ def _min_choices(value: Any) -> list[str]:
 
 
 def _class_of(choice: str, lookup: Mapping[str, int], limit: int | None) -> int | None:
-    """The class a choice names: its name, else an integer in ``[0, limit)``; None if neither."""
-    if choice in lookup:
-        return lookup[choice]
+    """The class a choice names: its name (surrounding spaces ignored, as the labels CSV
+    reader does: a choice 'Nine ' typed into a labelling config was refused), else an
+    integer in ``[0, limit)``; None if neither."""
+    for key in (choice, choice.strip()):
+        if key in lookup:
+            return lookup[key]
     try:
         c = int(choice.strip())
     except ValueError:
