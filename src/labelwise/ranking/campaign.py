@@ -568,7 +568,9 @@ class RankingCampaign:
         sigma = _psd_max(sigma, (_KAPPA / (n + 2)) * self._kernels[0])
         raw_sigma = sigma
         f = (n_pop - n) / n_pop
-        s_unlab = lam * s_total - s_lab.sum(axis=1)
+        # every row labelled: no surrogate left (a difference of sums in labelling order left
+        # an ulp, which split two exactly tied models' P(best) 1 / 0)
+        s_unlab = lam * s_total - s_lab.sum(axis=1) if n < n_pop else np.zeros(m)
         shift = (correct.sum(axis=1) + s_unlab) / n_pop
         reps, group = self._reps, self._group
         if reps.size == 1:  # every model predicts the same: one accuracy, no contrast
