@@ -425,3 +425,31 @@ def test_json_keys_kept_by_converted_classes() -> None:
 def test_confidence_loss_refuses_a_share_outside_0_1(share: float) -> None:
     with pytest.raises(LabelwiseError, match="top_fraction"):
         dataclasses.replace(_build("ConfidenceLoss"), top_fraction=share)
+
+
+def _numpy_scalars(r: Result) -> list[str]:
+    return [
+        f"{f.name}={getattr(r, f.name)!r}"
+        for f in dataclasses.fields(r)  # type: ignore[arg-type]
+        if isinstance(getattr(r, f.name), np.generic)
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_scalar_fields_are_python_numbers(name: str) -> None:
+    # a NumPy scalar in a field printed as ci_high=np.float64(0.98) in a notebook
+    assert _numpy_scalars(_build(name)) == []
+
+
+def test_an_active_campaign_estimate_prints_plain_numbers() -> None:
+    # before: Estimate(..., ci_high=np.float64(0.9814...), ...) from method="active"
+    rng = np.random.default_rng(0)
+    acts = rng.normal(size=(300, 4))
+    probs = rng.dirichlet(np.ones(3), size=300)
+    camp = labelwise.Campaign(acts, probs, method="active", rng=0)
+    for _ in range(3):
+        rows = camp.propose(10)
+        camp.record(rows, (rng.random(rows.size) < 0.9).astype(float))
+    est = camp.estimate()
+    assert _numpy_scalars(est) == []
+    assert "np." not in repr(est)

@@ -5,6 +5,8 @@ A result type is ``@dataclass(frozen=True)`` and inherits :class:`Result`, which
 - read-only arrays: after ``__post_init__`` every ``numpy.ndarray`` field (and every field
   annotated ``NDArray``, given as a list or tuple) is a read-only copy (a class with its own
   ``__post_init__`` converts dtypes first, then calls ``super().__post_init__()``);
+- plain scalars: a NumPy scalar given for a field (``np.float64(0.98)`` from a reduction)
+  becomes the Python number, so results print as ``ci_high=0.98`` in a notebook;
 - ``to_dict()``: the fields, in order, through :func:`labelwise._json.jsonable` (NumPy values to
   Python, NaN and infinities to ``null``, nested results through their own ``to_dict``). A
   class shapes its JSON with
@@ -76,6 +78,8 @@ class Result:
             if isinstance(v, np.ndarray):
                 if not _is_frozen_copy(v):
                     object.__setattr__(self, f.name, _readonly(v))
+            elif isinstance(v, np.generic):
+                object.__setattr__(self, f.name, v.item())
             elif v is not None and str(f.type).startswith("NDArray"):
                 object.__setattr__(self, f.name, _readonly(v))  # e.g. a list passed for an array
 
