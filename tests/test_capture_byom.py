@@ -190,9 +190,10 @@ class FunctionalHead(nn.Module):
 
 
 def test_a_default_linear_that_is_not_the_head_is_flagged() -> None:
-    with pytest.warns(UserWarning, match=r"'fc1'.*16 outputs.*3 outputs.*--layer"):
+    with pytest.warns(UserWarning, match=r"'fc1'.*16 outputs.*3 outputs.*--layer") as rec:
         cap = capture(FunctionalHead().eval(), _x(), progress=False)
     assert cap.layer == "fc1 (input)"
+    assert rec[0].filename == __file__  # the caller's line (was labelwise/adapters/torch.py)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         capture(LogitsFirst().fc2, np.zeros((4, 16), np.float32), progress=False)

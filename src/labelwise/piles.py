@@ -44,7 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._deps import require
-from .exceptions import LabelwiseError
+from .exceptions import LabelwiseError, user_stacklevel
 from .io import is_zarr_store, open_zarr
 
 __all__ = ["IMAGE_SUFFIXES", "ImageSpec", "Pile", "open_pile"]
@@ -598,7 +598,7 @@ def _warn_id_like(
             f"to_csv() without index=False), yet are read as model inputs; leave them out with "
             f"--columns{hint}",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
 
 

@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 from .._deps import require
 from .._progress import progress_bar
 from .._validation import check_int
-from ..exceptions import LabelwiseError
+from ..exceptions import LabelwiseError, user_stacklevel
 from ._capture import (
     HEADS,
     Capture,
@@ -269,7 +269,7 @@ def _prepare(proto: Any, layer: str | None, logits_output: int | None = None) ->
         output_name = g.output[logits].name
         pair_features = None if feats is None else g.output[feats].name
         if warning and layer is None and feats is not None:
-            warnings.warn(warning, UserWarning, stacklevel=3)
+            warnings.warn(warning, UserWarning, stacklevel=user_stacklevel())
 
     try:
         inferred = onnx.shape_inference.infer_shapes(proto)

@@ -36,7 +36,7 @@ import numpy as np
 from .._deps import require
 from .._progress import progress_bar
 from .._validation import check_int
-from ..exceptions import LabelwiseError
+from ..exceptions import LabelwiseError, user_stacklevel
 from ._capture import (
     HEADS,
     Capture,
@@ -1071,7 +1071,7 @@ class _Runner:
         )
         if warning and not self._warned and not self.plan.explicit:
             self._warned = True
-            warnings.warn(warning, UserWarning, stacklevel=2)
+            warnings.warn(warning, UserWarning, stacklevel=user_stacklevel())
         if feats is None:
             return None, pair[logits]
         if not self.plan.explicit:
@@ -1097,7 +1097,7 @@ class _Runner:
             f"capture a module's output. Linear layers that ran: {', '.join(linears)}; other "
             f"modules: {', '.join(others[-8:]) or 'none'}",
             UserWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
 
     def _call(self, x: torch.Tensor) -> Any:

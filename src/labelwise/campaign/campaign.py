@@ -32,7 +32,7 @@ from .._validation import (
     check_score_magnitude,
 )
 from ..estimation.estimators import exact_estimate, srs_estimate
-from ..exceptions import DegenerateDataWarning, LabelwiseError
+from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 from ..io import atomic_write, write_json
 from ._anytime import BettingCS
 from ._design import allocate, build_strata, prior_error
@@ -688,7 +688,7 @@ class Campaign:
                     self._scores[rec], population_size=self.population_size, confidence=conf
                 )
             for c in caught:
-                warnings.warn(str(c.message), DegenerateDataWarning, stacklevel=2)
+                warnings.warn(str(c.message), DegenerateDataWarning, stacklevel=user_stacklevel())
             # the core's interval (bootstrap-t for regression scores), never above 1
             lo, hi = self._clip(est.ci_low, est.ci_high)
             est = Estimate(
@@ -754,7 +754,7 @@ class Campaign:
             f"strata {np.flatnonzero(live & (n_h == 0)).tolist()} have no recorded label yet; "
             f"merged into their neighbours ({hint})"
         )
-        warnings.warn(msg, DegenerateDataWarning, stacklevel=3)
+        warnings.warn(msg, DegenerateDataWarning, stacklevel=user_stacklevel())
         notes.append(msg)
         fmap = target if rep is None else target[rep]
         return target[st], merged, fmap
@@ -894,7 +894,7 @@ class Campaign:
             )
         else:
             return
-        warnings.warn(msg, DegenerateDataWarning, stacklevel=4)
+        warnings.warn(msg, DegenerateDataWarning, stacklevel=user_stacklevel())
         notes.append(msg)
 
     def _boot_gen(self, n: int) -> np.random.Generator:
@@ -1037,7 +1037,7 @@ class Campaign:
                 f"regression scores are unbounded below; the anytime interval takes the observed "
                 f"minimum {lo_b:.4g} as the bound (valid only if no row scores lower)"
             )
-            warnings.warn(msg, DegenerateDataWarning, stacklevel=3)
+            warnings.warn(msg, DegenerateDataWarning, stacklevel=user_stacklevel())
             notes.append(msg)
             if hi_b - lo_b <= 0:
                 lo_b = hi_b - 1.0

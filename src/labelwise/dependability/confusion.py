@@ -40,7 +40,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._contract import Result, _readonly
 from .._validation import MAX_MAGNITUDE
-from ..exceptions import DegenerateDataWarning, LabelwiseError
+from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 from ..io import read_json
 
 __all__ = [
@@ -307,7 +307,7 @@ def weighted_confusion(
     absent = [sev.classes[k] for k in np.flatnonzero(class_counts == 0)]
     if absent:
         msg = f"classes {absent} do not occur in labels; their per-class weighted error is NaN"
-        warnings.warn(msg, DegenerateDataWarning, stacklevel=2)
+        warnings.warn(msg, DegenerateDataWarning, stacklevel=user_stacklevel())
         notes.append(msg)
     werr = float(weighted.sum()) / n
     nerr = werr / sev.max_weight

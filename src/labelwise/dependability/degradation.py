@@ -42,7 +42,7 @@ from .._contract import Result
 from .._json import jsonable
 from .._validation import check_confidence
 from ..estimation.estimators import wilson_interval
-from ..exceptions import DegenerateDataWarning, LabelwiseError
+from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 
 __all__ = ["ScenarioPerformance", "scenario_performance"]
 
@@ -295,7 +295,7 @@ def scenario_performance(
             f"{len(single)} scenario(s) have a single input ({shown}); their accuracy is 0 or 1 "
             "and their Wilson interval is wide"
         )
-        warnings.warn(msg, DegenerateDataWarning, stacklevel=2)
+        warnings.warn(msg, DegenerateDataWarning, stacklevel=user_stacklevel())
         notes.append(msg)
 
     return ScenarioPerformance(

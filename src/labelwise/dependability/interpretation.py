@@ -62,7 +62,7 @@ from numpy.typing import ArrayLike, NDArray
 from .. import _plotting
 from .._contract import JSON_OMIT, Result
 from .._validation import check_finite_array, check_int
-from ..exceptions import DegenerateDataWarning, LabelwiseError
+from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 
 if TYPE_CHECKING:
     import torch
@@ -397,7 +397,7 @@ def _metrics(
     occsen = _ratio(n_both, n_occ)
     notes = _degenerate_notes(n_hot, n_occ)
     for note in notes:
-        warnings.warn(note, DegenerateDataWarning, stacklevel=3)
+        warnings.warn(note, DegenerateDataWarning, stacklevel=user_stacklevel())
     return InterpretationResult(
         interpret=float(interp.mean()),
         occsen=float(occsen.mean()),
@@ -535,7 +535,7 @@ def sweep(
             "taken as 0"
         )
     for note in notes:
-        warnings.warn(note, DegenerateDataWarning, stacklevel=2)
+        warnings.warn(note, DegenerateDataWarning, stacklevel=user_stacklevel())
     return InterpretationSweep(
         rhos=r,
         interpret=interp.mean(axis=1),

@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike
 
 from .._validation import check_finite_array, check_int
 from ..estimation.estimators import wilson_interval
-from ..exceptions import DegenerateDataWarning, LabelwiseError
+from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 from .confusion import weighted_confusion
 from .degradation import scenario_performance
 from .neuron import k_activation_coverage
@@ -172,7 +172,7 @@ def dependability_report(
             warnings.simplefilter("always", DegenerateDataWarning)
             sc = scenario_coverage(scenarios, spec, k=scenario_k)
         for w in caught:
-            warnings.warn(str(w.message), DegenerateDataWarning, stacklevel=2)
+            warnings.warn(str(w.message), DegenerateDataWarning, stacklevel=user_stacklevel())
         rep.add(
             f"scenario {scenario_k}-projection coverage",
             sc.value,

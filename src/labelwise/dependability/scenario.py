@@ -40,7 +40,12 @@ from numpy.typing import NDArray
 
 from .._contract import Result
 from .._validation import check_int
-from ..exceptions import DegenerateDataWarning, LabelwiseError, MissingDependencyError
+from ..exceptions import (
+    DegenerateDataWarning,
+    LabelwiseError,
+    MissingDependencyError,
+    user_stacklevel,
+)
 from ..io import read_json
 
 __all__ = [
@@ -533,7 +538,7 @@ def _prepare(
             f"{n_rows} row(s) ({seen} distinct values), so the coverage is relative to what "
             "was seen; pass a spec to count unseen values as missing",
             DegenerateDataWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
         codes = [inv for _, inv in factorised]
         inferred = True

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from .._validation import check_finite_array, check_int, check_probability
-from ..exceptions import DegenerateDataWarning, LabelwiseError
+from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 
 __all__ = [
     "CLIFF_THRESHOLDS",
@@ -48,7 +48,7 @@ def spearman(estimated: ArrayLike, actual: ArrayLike) -> float:
         warnings.warn(
             f"{which} values are all equal, so Spearman's rho is undefined; returning 0.0",
             DegenerateDataWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
         return 0.0
     return float(stats.spearmanr(a, b).statistic)

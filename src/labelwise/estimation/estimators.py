@@ -176,7 +176,7 @@ def stratified_estimate(
             f"strata {used[lonely].tolist()} have a single label; their variance is taken "
             f"as the largest available ({fallback:.4g})"
         )
-        warnings.warn(msg, DegenerateDataWarning, stacklevel=2)
+        warnings.warn(msg, DegenerateDataWarning, stacklevel=user_stacklevel())
         notes.append(msg)
     terms = w[used] ** 2 * fpc * var_h / n_h[used]
     var = float(terms.sum())
@@ -373,7 +373,7 @@ def _mean_estimate(
 
 
 def _warn(msg: str) -> str:
-    warnings.warn(msg, DegenerateDataWarning, stacklevel=4)
+    warnings.warn(msg, DegenerateDataWarning, stacklevel=user_stacklevel())
     return msg
 
 

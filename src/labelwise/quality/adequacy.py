@@ -59,7 +59,7 @@ from .._chunks import accumulate_like, check_per_input
 from .._contract import Result, _readonly
 from .._validation import check_finite_array, check_int, check_magnitude
 from ..dependability.neuron import NeuronKCoverage
-from ..exceptions import DegenerateDataWarning, LabelwiseError
+from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 
 __all__ = [
     "DEFAULT_KMNC_SECTIONS",
@@ -648,7 +648,7 @@ class KMultisectionCoverage(_ProfileCoverage):
                 "activations: their KMNC sections can never be covered but count in the total "
                 "(as in DeepGauge and dnn-tip)",
                 DegenerateDataWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         super().__init__(profile.layer_widths)
 

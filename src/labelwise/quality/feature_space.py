@@ -33,7 +33,7 @@ from .._chunks import check_rows, concat_rows, map_rows, reduce_rows
 from .._contract import JSON_OMIT, Result
 from .._deps import require
 from .._validation import check_band, check_finite_array, check_int, check_magnitude, check_rng
-from ..exceptions import DegenerateDataWarning, LabelwiseError
+from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 
 __all__ = [
     "BoundaryConditioning",
@@ -437,7 +437,7 @@ def _shares(counts: NDArray[Any], totals: NDArray[Any], what: str) -> NDArray[np
             f"{what}: class(es) {np.flatnonzero(empty).tolist()} have no inputs; "
             "their share is NaN",
             DegenerateDataWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     denom = np.where(empty, 1, totals)
     out = np.asarray(counts, dtype=np.float64) / (denom if np.ndim(counts) == 1 else denom[:, None])
@@ -585,7 +585,7 @@ def centroid_positioning(
             f"training features (all points at the centroid); their distances are normalised "
             f"by the median over all classes ({fallback:.4g}) instead",
             DegenerateDataWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
         scales[flat] = fallback
 
@@ -719,14 +719,16 @@ def _fit_mixture(
             f"covariate_shift: {what} has only {x.shape[0]} points; fitting {k} mixture "
             f"component(s) instead of {n_components}",
             DegenerateDataWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         gm = gm_cls(n_components=k, covariance_type=covariance_type, random_state=seed).fit(x)
     for w in caught:
         warnings.warn(
-            f"covariate_shift: fitting {what}: {w.message}", DegenerateDataWarning, stacklevel=3
+            f"covariate_shift: fitting {what}: {w.message}",
+            DegenerateDataWarning,
+            stacklevel=user_stacklevel(),
         )
     return gm, k
 
@@ -838,7 +840,7 @@ def covariate_shift(
             f"covariate_shift: class(es) {too_small} have fewer than 2 training or test "
             "inputs; their divergence is NaN",
             DegenerateDataWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
     defined = ~np.isnan(divergence)
     overall = float(divergence[defined].mean()) if defined.any() else math.nan

@@ -39,7 +39,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._contract import Result, _readonly
 from .._validation import check_band, check_finite_array, check_int, check_rng
-from ..exceptions import DegenerateDataWarning, LabelwiseError
+from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 
 __all__ = [
     "GeneratedSet",
@@ -422,7 +422,7 @@ def generate(
             f"none of the {n_boundary} boundary points reached the confidence band "
             f"[{lo:g}, {hi:g}]; they are kept and flagged (reached=False)",
             DegenerateDataWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
     correct = pred == source
 

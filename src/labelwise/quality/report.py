@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._plotting import pyplot, save_figure
-from ..exceptions import DegenerateDataWarning
+from ..exceptions import DegenerateDataWarning, user_stacklevel
 from .adequacy import ActivationProfile, kmnc, nbc, neuron_coverage, snac, tknc
 from .feature_space import (
     _check_probabilities,
@@ -151,7 +151,7 @@ def quality_report(
         warnings.simplefilter("always", DegenerateDataWarning)
         cs = covariate_shift(train_features, train_labels, test_features, test_labels, rng=rng)
     for w in dict.fromkeys(str(w.message) for w in caught):
-        warnings.warn(w, DegenerateDataWarning, stacklevel=2)
+        warnings.warn(w, DegenerateDataWarning, stacklevel=user_stacklevel())
     ms = mmd_shift(
         train_features, train_labels, test_features, test_labels, level=shift_level, rng=rng
     )

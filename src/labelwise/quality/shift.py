@@ -36,7 +36,7 @@ from .._validation import (
     check_probability,
     check_rng,
 )
-from ..exceptions import DegenerateDataWarning, LabelwiseError
+from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 from .feature_space import _check_train_test
 
 __all__ = ["MMDShift", "MMDTest", "mmd_shift", "mmd_test"]
@@ -386,7 +386,7 @@ def mmd_shift(
             f"mmd_shift: class(es) {too_small} have fewer than 2 training or test inputs; "
             "their statistic is NaN",
             DegenerateDataWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
     defined = ~np.isnan(stat)
     if defined.any():

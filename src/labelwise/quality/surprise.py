@@ -41,7 +41,7 @@ from scipy.special import logsumexp
 
 from .._contract import Result
 from .._validation import check_int, check_magnitude, check_numeric_array, raise_if_nonfinite
-from ..exceptions import DegenerateDataWarning, LabelwiseError
+from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 
 __all__ = ["DSA", "LSA", "MDSA", "SurpriseCoverage", "surprise_coverage"]
 
@@ -301,7 +301,7 @@ class LSA(_SurpriseAdequacy):
                 f"LSA: var_threshold={self.var_threshold} removes every neuron of {where}; its "
                 "surprise is reported as 0 (as dnn-tip intends). Lower var_threshold.",
                 DegenerateDataWarning,
-                stacklevel=4,
+                stacklevel=user_stacklevel(),
             )
             return _KDE(kept, None, np.empty((n, 0)), 0.0)
         data = rows[:, kept]
@@ -415,7 +415,7 @@ class DSA(_SurpriseAdequacy):
                 "duplicated in another class, so dist_b = 0 and their DSA is inf (NaN if "
                 "dist_a = 0 too)",
                 DegenerateDataWarning,
-                stacklevel=4,
+                stacklevel=user_stacklevel(),
             )
         with np.errstate(divide="ignore", invalid="ignore"):
             return dist_a / dist_b

@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from .._results import Selection
 from .._validation import RNGLike, check_rng
-from ..exceptions import DegenerateDataWarning, LabelwiseError
+from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 from ._common import check_additional, generator_for_extension, key_state_of
 
 
@@ -65,14 +65,14 @@ def _sequence(
 
 
 def _warn_fill(
-    n_cand: int, total: int, n_rows: int, fraction: float, what: str, method: str, stacklevel: int
+    n_cand: int, total: int, n_rows: int, fraction: float, what: str, method: str
 ) -> None:
     warnings.warn(
         f"{total} rows asked for but {method} has only {n_cand} candidates (the top "
         f"{fraction * 100:.4g}% of {n_rows} rows by {what}): every candidate is taken, then the "
         f"{total - n_cand} rows with the next-highest {what} (ties in random order)",
         DegenerateDataWarning,
-        stacklevel=stacklevel + 1,
+        stacklevel=user_stacklevel(),
     )
 
 
@@ -84,13 +84,8 @@ def draw_candidates(
     *,
     what: str,
     method: str,
-    stacklevel: int,
 ) -> tuple[NDArray[np.int64], int]:
-    """The first ``budget`` rows of the selection sequence, and the candidate count.
-
-    ``stacklevel`` is that of the caller's ``warnings.warn`` (so the warning points at the
-    user's call).
-    """
+    """The first ``budget`` rows of the selection sequence, and the candidate count."""
     n_rows = scores.size
     n_cand = candidate_count(fraction, n_rows)
     tie_keys = gen.random(n_rows)
@@ -101,10 +96,10 @@ def draw_candidates(
             f"every row has the same {what}, so the {method} candidates are a random "
             f"{n_cand} of the {n_rows} rows: the selection is a simple random sample",
             DegenerateDataWarning,
-            stacklevel=stacklevel + 1,
+            stacklevel=user_stacklevel(),
         )
     if budget > n_cand:
-        _warn_fill(n_cand, budget, n_rows, fraction, what, method, stacklevel + 1)
+        _warn_fill(n_cand, budget, n_rows, fraction, what, method)
     return seq[:budget], n_cand
 
 
@@ -117,7 +112,6 @@ def extend_candidates(
     what: str,
     data_name: str,
     method: str,
-    stacklevel: int,
 ) -> NDArray[np.int64]:
     """``selection.indices`` followed by ``additional`` more rows of the same sequence."""
     additional = check_additional(selection, additional)
@@ -143,5 +137,5 @@ def extend_candidates(
     new = seq[~np.isin(seq, taken)][:additional]
     total = taken.size + additional
     if total > n_cand:
-        _warn_fill(n_cand, total, n_rows, fraction, what, method, stacklevel + 1)
+        _warn_fill(n_cand, total, n_rows, fraction, what, method)
     return np.concatenate([taken, new])

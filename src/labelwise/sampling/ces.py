@@ -47,7 +47,7 @@ from .._validation import (
     check_numeric_array,
     check_rng,
 )
-from ..exceptions import DegenerateDataWarning, LabelwiseError
+from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 from . import _ces_kernels as kern
 from ._common import (
     check_additional,
@@ -278,7 +278,7 @@ class CESState:
                 f"{self.n_constant} of {m} neurons are constant on the pile and carry no "
                 "information; CES ignores them",
                 DegenerateDataWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
         self.cols = np.flatnonzero(varying).astype(np.int64)
         self.lo = lo[self.cols]

@@ -13,7 +13,7 @@ from .._chunks import check_rows, concat_rows, map_rows
 from .._params import Param, Shares, SharesOr, validate_params
 from .._results import Selection
 from .._validation import RNGLike, check_probabilities, check_rng
-from ..exceptions import DegenerateDataWarning, LabelwiseError
+from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 from ._common import (
     allocate,
     check_additional,
@@ -226,7 +226,7 @@ def _allocation_weights(
                     "every stratum's mean confidence is 0 or 1, so Neyman allocation has no "
                     "spread to use; falling back to proportional allocation",
                     DegenerateDataWarning,
-                    stacklevel=3,
+                    stacklevel=user_stacklevel(),
                 )
                 return sizes / sizes.sum(), allocation
             return np.asarray(sizes * sd, dtype=np.float64), allocation

@@ -162,9 +162,7 @@ def rdg_select(
     budget = check_budget(budget, xi.size)
     gen = check_rng(rng)
     key_state = generator_state(gen)
-    idx, n_cand = draw_candidates(
-        xi, budget, frac, gen, what="DeepGini impurity", method="RDG", stacklevel=2
-    )
+    idx, n_cand = draw_candidates(xi, budget, frac, gen, what="DeepGini impurity", method="RDG")
     return Selection(
         indices=idx,
         method="rdg",
@@ -213,7 +211,6 @@ def _rdg_extend(selection: Selection, data: Any, additional: int, rng: RNGLike) 
         what="DeepGini impurity",
         data_name="probabilities",
         method="RDG",
-        stacklevel=3,
     )
     return Selection(
         indices=indices,

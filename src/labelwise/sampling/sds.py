@@ -246,7 +246,6 @@ def sds_select(
         gen,
         what="discrimination",
         method="SDS",
-        stacklevel=2,
     )
     return Selection(
         indices=idx,
@@ -315,7 +314,6 @@ def _sds_extend(selection: Selection, data: Any, additional: int, rng: RNGLike) 
         what="discrimination",
         data_name="predictions",
         method="SDS",
-        stacklevel=3,
     )
     n_cand = candidate_count(params["candidate_fraction"], selection.population_size)
     return Selection(
