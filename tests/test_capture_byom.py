@@ -301,3 +301,75 @@ def test_dask_blocks_that_disagree_on_probabilities_are_an_error(tmp_path) -> No
     z[:] = x
     with pytest.raises(LabelwiseError, match=r"row 0 were already probabilities.*rows 20-39"):
         capture_to_zarr(model, path, tmp_path / "cap", rows_per_task=20)
+
+
+# ------------------------------------------------------ notebook models: dicts, extra args
+
+
+class _Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(8, 16)
+        self.b = nn.Linear(16, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.relu(self.a(x)))
+
+
+class _DictItems(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    def __init__(self, x: np.ndarray) -> None:
+        self.x = torch.from_numpy(x)
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        return {"image": self.x[i], "label": torch.tensor(0)}
+
+
+class _DictOut(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = _Net()
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {"logits": self.net(x), "aux": x}
+
+
+class _NeedsMask(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = _Net()
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.net(x * mask)
+
+
+def test_a_dataset_of_dicts_names_its_keys_and_how_to_pass_it() -> None:
+    """before: 'batch 0 of the DataLoader is a dict; expected a tensor or a tuple' (which
+    key, and what to do, unsaid); the collate_fn it now suggests captures what the array does."""
+    torch.manual_seed(0)
+    model, x = _Net().eval(), _x()
+    ds = _DictItems(x)
+    with pytest.raises(LabelwiseError, match=r"keys \['image', 'label'\].*collate_fn"):
+        capture(model, ds, progress=False)
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=16, collate_fn=lambda b: torch.stack([d["image"] for d in b])
+    )
+    np.testing.assert_array_equal(
+        capture(model, loader, progress=False).outputs, capture(model, x, progress=False).outputs
+    )
+
+
+def test_a_model_returning_a_dict_names_its_keys_and_how_to_wrap_it() -> None:
+    with pytest.raises(LabelwiseError, match=r"keys \['logits', 'aux'\].*\['logits'\]"):
+        capture(_DictOut().eval(), _x(), progress=False)
+
+
+def test_a_forward_needing_more_arguments_says_so_not_a_shape() -> None:
+    """before: 'the model failed on inputs of shape (40, 8) ...; the model's first layer ...
+    expects inputs of shape (rows, ..., 8): TypeError: ... missing 1 required positional
+    argument: 'mask'': the shape was right, the call was not."""
+    with pytest.raises(LabelwiseError, match=r"forward takes more than the input") as exc:
+        capture(_NeedsMask().eval(), _x(), progress=False)
+    assert "mask" in str(exc.value) and "expects inputs of shape" not in str(exc.value)

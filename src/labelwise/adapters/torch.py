@@ -815,6 +815,14 @@ def _batch_tensor(item: Any, number: int, model_dtype: torch.dtype) -> torch.Ten
     x = item[0] if isinstance(item, tuple | list) and item else item
     if isinstance(x, np.ndarray):
         x = torch.from_numpy(np.ascontiguousarray(x))
+    if isinstance(item, Mapping):
+        key = _tensor_key(item, ("image", "input", "inputs", "x", "pixel_values"))
+        raise LabelwiseError(
+            f"inputs: batch {number} of the DataLoader is a dict with keys {list(item)}; "
+            "capture takes a tensor or a tuple (x, y, ...): pass a DataLoader that keeps the "
+            "input, e.g. DataLoader(dataset, batch_size=256, collate_fn=lambda b: "
+            f"torch.stack([d[{key!r}] for d in b]))"
+        )
     if not isinstance(x, torch.Tensor):
         raise LabelwiseError(
             f"inputs: batch {number} of the DataLoader is a {type(item).__name__}; expected a "
@@ -952,6 +960,17 @@ def _as_pair(out: Any) -> tuple[torch.Tensor, torch.Tensor] | None:
     ):
         return out[0], out[1]
     return None
+
+
+def _tensor_key(d: Mapping[Any, Any], preferred: tuple[str, ...]) -> Any:
+    """The key of ``d`` to name in a message: the first of ``preferred`` present, else the
+    first key holding a tensor (else the first key)."""
+    import torch
+
+    for key in preferred:
+        if key in d:
+            return key
+    return next((k for k, v in d.items() if isinstance(v, torch.Tensor)), next(iter(d), "x"))
 
 
 def _returned(out: Any) -> str:
@@ -1111,6 +1130,14 @@ class _Runner:
             raise self._failure(x, exc) from exc
 
     def _failure(self, x: torch.Tensor, exc: BaseException) -> LabelwiseError:
+        if isinstance(exc, TypeError) and re.search(
+            r"forward\(\) missing \d+ required (positional|keyword-only) argument", str(exc)
+        ):
+            return LabelwiseError(
+                "the model's forward takes more than the input: capture calls model(x) with "
+                f"one batch of inputs, and {_short(exc)}; wrap the model so that forward(x) "
+                "supplies the rest, e.g. a module whose forward(x) returns model(x, mask)"
+            )
         expected = _expected_input(self.model)
         wanted = f"; the model's first layer {expected}" if expected else ""
         return LabelwiseError(
@@ -1215,6 +1242,15 @@ class _Runner:
     def _outputs(self, out: Any, rows: int) -> np.ndarray:
         import torch
 
+        if isinstance(out, Mapping):
+            key = _tensor_key(out, ("logits", "scores", "output", "outputs"))
+            raise LabelwiseError(
+                f"the model returned a dict with keys {list(out)}; capture takes a tensor of "
+                "outputs or a tuple (features, logits): wrap the model so that forward returns "
+                "the logits, e.g. class Logits(nn.Module): def __init__(self, m): "
+                "super().__init__(); self.m = m / def forward(self, x): return "
+                f"self.m(x)[{key!r}]; then capture(Logits(model), ...)"
+            )
         if not isinstance(out, torch.Tensor):
             raise LabelwiseError(
                 f"the model returned a {type(out).__name__}; expected a tensor of outputs or "
