@@ -70,9 +70,9 @@ def test_npz_key_round_trip_and_bad_key_lists_the_keys(tmp_path: Path) -> None:
     pile = open_pile(tmp_path / "x.npz", key="features")
     np.testing.assert_array_equal(pile[:], a)
     assert pile.describe()["key"] == "features" and pile.ids[5] == "5"
-    with pytest.raises(LabelwiseError, match=r"--key 'feats' is not in .*features, labels"):
+    with pytest.raises(LabelwiseError, match=r"key 'feats' \(--key\) is not in .*features, labels"):
         open_pile(tmp_path / "x.npz", key="feats")
-    with pytest.raises(LabelwiseError, match=r"holds 2 arrays; choose one with --key"):
+    with pytest.raises(LabelwiseError, match=r"holds 2 arrays; choose one with key= \(--key\)"):
         open_pile(tmp_path / "x.npz")
     np.savez(tmp_path / "one.npz", only=a)
     np.testing.assert_array_equal(open_pile(tmp_path / "one.npz")[:], a)
@@ -417,7 +417,7 @@ def test_capture_cli_bad_key_and_classes_count(
     np.savez(tmp_path / "x.npz", pixels=x, y=np.zeros(5))
     base = ["capture", "--model", str(model_path), "--inputs", str(tmp_path / "x.npz")]
     assert main([*base, "--key", "px", "--out", str(tmp_path / "c")]) == 2
-    assert "--key 'px' is not in" in capsys.readouterr().err
+    assert "key 'px' (--key) is not in" in capsys.readouterr().err
     assert main([*base, "--image-size", "8x8", "--out", str(tmp_path / "c")]) == 2
     assert "--image-size applies only to a folder of images" in capsys.readouterr().err
     (tmp_path / "three.txt").write_text("a\nb\nc\n")
@@ -588,3 +588,28 @@ def test_a_project_folder_moved_as_a_whole_still_works(
     code, _, err = run_cli(["estimate", moved, "--labels", moved / "labels.csv"], capsys)
     assert code == 2 and "probabilities.npy does not exist (moved or deleted?)" in err
     assert f"or at {moved / '..' / 'cap' / 'probabilities.npy'}" in err
+
+
+def test_python_callers_are_told_the_parameter_not_only_the_cli_flag(tmp_path: Path) -> None:
+    """open_pile in a notebook said 'choose one with --key', 'give --image-size HxW', 'leave
+    them out with --columns': options of the shell, not of the function called. Each
+    message now names the parameter (key=, ImageSpec(size=...), columns=, id_column=) with
+    the CLI flag beside it."""
+    a = np.zeros((4, 2), np.float32)
+    np.savez(tmp_path / "x.npz", features=a, labels=a)
+    with pytest.raises(LabelwiseError, match=r"choose one with key= \(--key\)"):
+        open_pile(tmp_path / "x.npz")
+    with pytest.raises(LabelwiseError, match=r"^key 'feats' \(--key\) is not in"):
+        open_pile(tmp_path / "x.npz", key="feats")
+    _png_pile(tmp_path / "pile", n=2)
+    Image.fromarray(np.zeros((9, 8), np.uint8), mode="L").save(tmp_path / "pile" / "z.png")
+    with pytest.raises(LabelwiseError, match=r"ImageSpec\(size=\(H, W\)\) \(--image-size HxW\)"):
+        open_pile(tmp_path / "pile")
+    (tmp_path / "t.csv").write_text("a,b\n1,2\n3,4\n")
+    with pytest.raises(LabelwiseError, match=r"^columns \(--columns\): 'c' not in"):
+        open_pile(tmp_path / "t.csv", columns=["c"])
+    with pytest.raises(LabelwiseError, match=r"^id_column \(--id-column\) 'id' is not a column"):
+        open_pile(tmp_path / "t.csv", id_column="id")
+    (tmp_path / "i.csv").write_text("index,a\n0,2\n1,4\n2,5\n")
+    with pytest.warns(UserWarning, match=r"columns= \(--columns\) or name it with id_column="):
+        open_pile(tmp_path / "i.csv", warn_id_like=True)

@@ -261,7 +261,7 @@ def test_npz_pile_shows_the_row_values_and_a_picture(
     with pytest.raises(LabelwiseError, match=r"shape is \[40, 1, 4, 8\].*\[40, 1, 8, 8\]"):
         RowView(_ws(d))
     np.savez(tmp_path / "pile.npz", features=pixels)
-    with pytest.raises(LabelwiseError, match=r"cannot be reopened.*'pixels' is not in"):
+    with pytest.raises(LabelwiseError, match=r"cannot be reopened.*'pixels' \(--key\) is not in"):
         RowView(_ws(d))
 
 

@@ -355,13 +355,14 @@ def _open_npz(path: Path, key: str | None) -> Pile:
             if key is None:
                 if len(keys) != 1:
                     raise LabelwiseError(
-                        f"--inputs: {path} holds {len(keys)} arrays; choose one with --key "
+                        f"--inputs: {path} holds {len(keys)} arrays; choose one with key= (--key) "
                         f"(keys: {', '.join(keys) or 'none'})"
                     )
                 key = keys[0]
             elif key not in keys:
                 raise LabelwiseError(
-                    f"--key {key!r} is not in {path}; its keys are: {', '.join(keys) or 'none'}"
+                    f"key {key!r} (--key) is not in {path}; its keys are: "
+                    f"{', '.join(keys) or 'none'}"
                 )
             arr = archive[key]
     except LabelwiseError:
@@ -423,8 +424,8 @@ def _open_images(root: Path, spec: ImageSpec) -> Pile:
             elif (h, w) != first:
                 raise LabelwiseError(
                     f"--inputs: images differ in size: {files[0]} is {first[0]}x{first[1]} "
-                    f"(HxW), {f} is {h}x{w}; give a size to resize them all "
-                    "(--image-size HxW)"
+                    f"(HxW), {f} is {h}x{w}; give a size to resize them all: "
+                    "ImageSpec(size=(H, W)) (--image-size HxW)"
                 )
         assert first is not None
         height, width = first
@@ -453,7 +454,8 @@ def _open_images(root: Path, spec: ImageSpec) -> Pile:
                     if spec.size is None:
                         raise LabelwiseError(
                             f"--inputs: {f} is {img.size[1]}x{img.size[0]}, not {height}x{width} "
-                            "like the others (did it change?); give --image-size HxW"
+                            "like the others (did it change?); give ImageSpec(size=(H, W)) "
+                            "(--image-size HxW)"
                         )
                     img = img.resize((width, height), image_module.Resampling.BILINEAR)
                 x = np.asarray(img, dtype=np.float32)
@@ -515,7 +517,8 @@ def _check_ids(path: Path, ids: list[str], id_column: str) -> None:
         if not i:
             raise LabelwiseError(
                 f"--inputs: {path} column {id_column!r} is empty (or null) at row {row}; every "
-                "row needs an id (fill it in, or leave --id-column out to number the rows)"
+                "row needs an id (fill it in, or leave id_column (--id-column) out to number "
+                "the rows)"
             )
         if "\n" in i or "\r" in i:
             raise LabelwiseError(f"--inputs: {path} column {id_column!r} holds a line break: {i!r}")
@@ -538,7 +541,8 @@ def _table_columns(
 ) -> list[str]:
     if id_column is not None and id_column not in header:
         raise LabelwiseError(
-            f"--id-column {id_column!r} is not a column of {path}; columns: {', '.join(header)}"
+            f"id_column (--id-column) {id_column!r} is not a column of {path}; columns: "
+            f"{', '.join(header)}"
         )
     if columns is None:
         chosen = [c for c in header if c != id_column and numeric(c)]
@@ -549,11 +553,11 @@ def _table_columns(
     unknown = [c for c in chosen if c not in header]
     if unknown:
         raise LabelwiseError(
-            f"--columns: {', '.join(map(repr, unknown))} not in {path}; columns: "
+            f"columns (--columns): {', '.join(map(repr, unknown))} not in {path}; columns: "
             f"{', '.join(header)}"
         )
     if not chosen:
-        raise LabelwiseError("--columns must name at least one column")
+        raise LabelwiseError("columns (--columns) must name at least one column")
     return chosen
 
 
@@ -592,11 +596,11 @@ def _warn_id_like(
             odd.append(name)
     if odd:
         shown = ", ".join(repr(n) for n in odd)
-        hint = "" if id_column is not None else " or name it with --id-column"
+        hint = "" if id_column is not None else " or name it with id_column= (--id-column)"
         warnings.warn(
             f"{path}: column(s) {shown} look like row ids or a saved index (e.g. pandas "
             f"to_csv() without index=False), yet are read as model inputs; leave them out with "
-            f"--columns{hint}",
+            f"columns= (--columns){hint}",
             UserWarning,
             stacklevel=user_stacklevel(),
         )
@@ -691,7 +695,8 @@ def _open_parquet(path: Path, columns: Sequence[str] | None, id_column: str | No
         col = table.column(name)
         if not numeric(name):
             raise LabelwiseError(
-                f"--columns: column {name!r} of {path} is not numeric ({schema.field(name).type})"
+                f"columns (--columns): column {name!r} of {path} is not numeric "
+                f"({schema.field(name).type})"
             )
         if col.null_count:
             nulls = np.flatnonzero(np.asarray(col.is_null().to_numpy(zero_copy_only=False)))
