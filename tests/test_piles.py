@@ -613,3 +613,18 @@ def test_python_callers_are_told_the_parameter_not_only_the_cli_flag(tmp_path: P
     (tmp_path / "i.csv").write_text("index,a\n0,2\n1,4\n2,5\n")
     with pytest.warns(UserWarning, match=r"columns= \(--columns\) or name it with id_column="):
         open_pile(tmp_path / "i.csv", warn_id_like=True)
+
+
+@pytest.mark.parametrize("scale", [0, -1.0, -1 / 255])
+def test_an_image_scale_that_is_not_positive_is_refused(scale: float) -> None:
+    """ImageSpec(scale=0) made every image zeros, scale=-1/255 negated every pixel, both
+    without a word (every row the same, or inverted, fed to the model)."""
+    with pytest.raises(LabelwiseError, match=r"image scale must be a positive finite number"):
+        ImageSpec(scale=scale)
+
+
+def test_an_array_given_to_open_pile_is_named() -> None:
+    """open_pile(np.zeros((3, 2))) raised TypeError: expected str, bytes or os.PathLike
+    object, not ndarray (from pathlib)."""
+    with pytest.raises(LabelwiseError, match=r"path must be .*got ndarray.*as it is"):
+        open_pile(np.zeros((3, 2)))  # type: ignore[arg-type]

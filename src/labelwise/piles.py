@@ -84,8 +84,12 @@ class ImageSpec:
             object.__setattr__(self, "size", (int(size[0]), int(size[1])))
         if self.channels not in (1, 3):
             raise LabelwiseError(f"image channels must be 1 or 3, got {self.channels!r}")
-        if not (isinstance(self.scale, int | float) and math.isfinite(self.scale)):
-            raise LabelwiseError(f"image scale must be a finite number, got {self.scale!r}")
+        if not (
+            isinstance(self.scale, int | float) and math.isfinite(self.scale) and self.scale > 0
+        ):
+            raise LabelwiseError(
+                f"image scale must be a positive finite number (pixel * scale), got {self.scale!r}"
+            )
         if self.layout not in _LAYOUTS:
             raise LabelwiseError(f"image layout must be one of {_LAYOUTS}, got {self.layout!r}")
         for name in ("mean", "std"):
@@ -254,6 +258,12 @@ def open_pile(
         file (named), images of different sizes without ``size`` (two are named), a
         non-numeric value (its row and column are named), duplicate ids.
     """
+    if not isinstance(path, str | os.PathLike):
+        raise LabelwiseError(
+            f"path must be the path of a file or folder (str or Path), got "
+            f"{type(path).__name__}; an array in memory needs no pile: pass it to capture or "
+            "the samplers as it is"
+        )
     p = Path(path)
     if not p.exists():
         raise LabelwiseError(f"--inputs: {p} does not exist")
