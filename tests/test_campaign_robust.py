@@ -411,3 +411,31 @@ def test_worth_is_the_srs_size_with_the_same_interval_and_never_above_the_pile()
     rows = c.propose(12)
     c.record(rows, np.ones(12))
     assert 4 <= c.estimate().effective_sample_size <= 12
+
+
+def test_class_labels_recorded_as_scores_say_how_to_score_them() -> None:
+    """record(rows, labels) said 'scores must be in [0, 1] for accuracy, got 0..3', not what
+    the numbers were nor how to turn labels into scores (estimate's warning already did)."""
+    acts, probs = _data(300, c=4)
+    c = lw.Campaign(acts, probs, rng=0)
+    rows = c.propose(10)
+    labels = np.arange(10) % 4
+    with pytest.raises(lw.LabelwiseError, match=r"class labels.*labelwise\.correctness"):
+        c.record(rows, labels)
+    with pytest.raises(lw.LabelwiseError, match=r"in \[0, 1\] for accuracy") as exc:
+        c.record(rows, np.full(10, 1.5))  # not whole numbers: no class-label advice
+    assert "correctness" not in str(exc.value)
+    c.record(rows, (labels == probs[rows].argmax(axis=1)).astype(float))
+
+
+def test_rows_outside_the_pile_are_named() -> None:
+    """record([row 51, 10**6], ...) said 'rows must be in [0, 300), got 51..': the smallest row,
+    not the one outside the pile."""
+    acts, probs = _data(300)
+    c = lw.Campaign(acts, probs, rng=0)
+    rows = c.propose(2)
+    with pytest.raises(lw.LabelwiseError, match=r"rows must be in \[0, 300\), got \[1000000\]"):
+        c.record([int(rows[0]), 10**6], [1.0, 0.0])
+    with pytest.raises(lw.LabelwiseError, match=r"got \[-1\]"):
+        c.record([-1, int(rows[0])], [1.0, 0.0])
+

@@ -31,7 +31,12 @@ from .._validation import (
     check_rng,
     check_score_magnitude,
 )
-from ..estimation.estimators import exact_estimate, srs_estimate
+from ..estimation.estimators import (
+    SCORE_LABELS,
+    exact_estimate,
+    looks_like_class_labels,
+    srs_estimate,
+)
 from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 from ..io import atomic_write, write_json
 from ._anytime import BettingCS
@@ -551,8 +556,11 @@ class Campaign:
             raise LabelwiseError(f"scores must have one value per row ({r.size}), got {s.size}")
         if r.size == 0:
             return
-        if r.min() < 0 or r.max() >= self.population_size:
-            raise LabelwiseError(f"rows must be in [0, {self.population_size}), got {r.min()}..")
+        outside = r[(r < 0) | (r >= self.population_size)]
+        if outside.size:
+            raise LabelwiseError(
+                f"rows must be in [0, {self.population_size}), got {outside[:5].tolist()}"
+            )
         if np.unique(r).size != r.size:
             raise LabelwiseError("rows must not repeat within one record call")
         never = r[~self._is_proposed[r]]
@@ -571,8 +579,10 @@ class Campaign:
         if s.size == 0:
             return
         if self.task == "classification" and (s.min() < 0 or s.max() > 1):
+            labels = f"; if they are class labels, {SCORE_LABELS}"
             raise LabelwiseError(
-                f"scores must be in [0, 1] for accuracy, got {s.min():g}..{s.max():g}"
+                f"scores must be in [0, 1] for accuracy (1 = correct, 0 = wrong), got "
+                f"{s.min():g}..{s.max():g}{labels if looks_like_class_labels(s) else ''}"
             )
         if self.task == "regression" and s.max() > 1:
             raise LabelwiseError(f"scores must be 1 - squared error (<= 1), got {s.max():g}")

@@ -388,16 +388,25 @@ def _check_metric(metric: Any, y: NDArray[np.float64]) -> None:
             f"in [{y.min():g}, {y.max():g}]; score the labels with labelwise.correctness, or "
             "leave metric out (a mean score)"
         )
-    if metric is None and y.size and float(y.max()) > 1 and bool(np.all(y == np.round(y))):
-        # whole numbers above 1: class labels passed where 1/0 correctness was meant (the
-        # estimate was a "mean score" of 4.5 without a word)
+    if metric is None and looks_like_class_labels(y):
+        # class labels passed where 1/0 correctness was meant (the estimate was a "mean
+        # score" of 4.5 without a word)
         warnings.warn(
             f"the scores are whole numbers up to {y.max():g}, not 1/0 correctness: the estimate "
-            "is their mean ('mean score'); if they are class labels, score them first with "
-            "labelwise.correctness(predicted, labels), or pass metric= to name what they are",
+            f"is their mean ('mean score'); if they are class labels, {SCORE_LABELS}, or pass "
+            "metric= to name what they are",
             UserWarning,
             stacklevel=user_stacklevel(),
         )
+
+
+#: How class labels given where 1/0 correctness scores belong become scores.
+SCORE_LABELS = "score them first with labelwise.correctness(predicted, labels)"
+
+
+def looks_like_class_labels(y: NDArray[np.float64]) -> bool:
+    """Whole numbers above 1: class labels passed where 1/0 correctness was meant."""
+    return bool(y.size) and float(y.max()) > 1 and bool(np.all(y == np.round(y)))
 
 
 def _metric(metric: str | None, binary: bool) -> str:
