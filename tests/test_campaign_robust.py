@@ -439,3 +439,18 @@ def test_rows_outside_the_pile_are_named() -> None:
     with pytest.raises(lw.LabelwiseError, match=r"got \[-1\]"):
         c.record([-1, int(rows[0])], [1.0, 0.0])
 
+
+def test_a_campaign_shows_what_it_is_in_a_notebook() -> None:
+    """A notebook cell ending in `camp` showed '<labelwise.campaign.campaign.Campaign object
+    at 0x7f...>': nothing about the campaign."""
+    acts, probs = _data(300)
+    c = lw.Campaign(acts, probs, rng=0)
+    rows = c.propose(10)
+    c.record(rows[:4], [1.0, 0.0, 1.0, 1.0])
+    assert repr(c) == (
+        "Campaign(method='model-assisted' (auto), classification, 300 rows, 10 proposed, "
+        "4 labelled)"
+    )
+    assert repr(lw.Campaign(acts, None, method="srs", rng=0)) == (
+        "Campaign(method='srs', regression, 300 rows, 0 proposed, 0 labelled)"
+    )

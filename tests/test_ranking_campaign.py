@@ -690,3 +690,14 @@ def test_extend_with_labels_continues_the_campaign_and_refuses_other_methods() -
         lw.extend(lw.sds_select(pred, 10, rng=0), pred, 5, labels=y[:10])
     with pytest.raises(lw.LabelwiseError, match="labels"):
         lw.extend(sel, pred, 20, labels=y[:29])
+
+
+def test_a_ranking_campaign_shows_what_it_is_in_a_notebook() -> None:
+    """'<labelwise.ranking.campaign.RankingCampaign object at 0x7f...>' before."""
+    preds = np.stack([np.arange(200) % 3, np.arange(200) % 2, np.zeros(200, int)])
+    camp = lw.RankingCampaign({"a": preds[0], "b": preds[1], "c": preds[2]}, rng=0)
+    rows = camp.propose(5)
+    camp.record(rows, np.zeros(5, int))
+    assert repr(camp) == (
+        "RankingCampaign(method='active', 3 models ('a', 'b', 'c'), 200 rows, 5 labelled)"
+    )

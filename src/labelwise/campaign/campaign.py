@@ -255,6 +255,13 @@ class Campaign:
         # betting capital per (stratum, alpha, bounds), carried between anytime estimates
         self._cs_cache: dict[tuple[int, float, float, float], BettingCS] = {}
 
+    def __repr__(self) -> str:
+        auto = f" ({self.requested_method})" if self.requested_method != self.method else ""
+        return (
+            f"Campaign(method={self.method!r}{auto}, {self.task}, {self.population_size} rows, "
+            f"{self.n_proposed} proposed, {self.n_recorded} labelled)"
+        )
+
     # ---------------------------------------------------------------- state views
     @property
     def n_proposed(self) -> int:

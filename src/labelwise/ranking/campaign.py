@@ -372,6 +372,12 @@ class RankingCampaign:
             self._pending[r] = w
 
     # ------------------------------------------------------------------ public API
+    def __repr__(self) -> str:
+        return (
+            f"RankingCampaign(method={self.method!r}, {self.n_models} models "
+            f"{self.model_names}, {self.n_inputs} rows, {self.n_labelled} labelled)"
+        )
+
     @property
     def n_models(self) -> int:
         return int(self._pred.shape[0])
