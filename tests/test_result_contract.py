@@ -453,3 +453,17 @@ def test_an_active_campaign_estimate_prints_plain_numbers() -> None:
     est = camp.estimate()
     assert _numpy_scalars(est) == []
     assert "np." not in repr(est)
+
+
+def test_a_selection_prints_without_its_generator_state() -> None:
+    """repr(lw.ces_select(acts, 20)) in a notebook ran to 673 characters, over half of them the
+    PCG64 state ('state': 243106250231066934302992256176160335035, 'inc': ...) and the CES
+    objective trace: bookkeeping for extend, not what was selected."""
+    acts = np.random.default_rng(0).normal(size=(200, 4))
+    sel = labelwise.ces_select(acts, 20, rng=0)
+    text = repr(sel)
+    assert "bit_generator" not in text and "objective_trace" not in text
+    assert text.startswith("Selection(indices=array([") and "method='ces'" in text
+    assert len(text) < 500
+    assert sel.rng_state is not None and "objective_trace" in sel.diagnostics  # still kept
+    assert "rng_state" in sel.to_dict() and "diagnostics" in sel.to_dict()

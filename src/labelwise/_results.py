@@ -60,8 +60,10 @@ class Selection(Result):
     params: Mapping[str, Any] = field(default_factory=dict)
     strata: NDArray[np.int64] | None = None
     stratum_sizes: tuple[int, ...] | None = None
-    rng_state: Mapping[str, Any] | None = None
-    diagnostics: Mapping[str, Any] = field(default_factory=dict)
+    # not in repr: the generator state and the method's bookkeeping drowned the rows in a
+    # notebook (to_dict and the attributes keep them)
+    rng_state: Mapping[str, Any] | None = field(default=None, repr=False)
+    diagnostics: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         idx = np.asarray(self.indices)
