@@ -373,3 +373,14 @@ def test_a_forward_needing_more_arguments_says_so_not_a_shape() -> None:
     with pytest.raises(LabelwiseError, match=r"forward takes more than the input") as exc:
         capture(_NeedsMask().eval(), _x(), progress=False)
     assert "mask" in str(exc.value) and "expects inputs of shape" not in str(exc.value)
+
+
+def test_a_generator_or_a_dict_of_inputs_is_named() -> None:
+    """capture(model, (batch for batch in ...)) and capture(model, {'x': x}) said 'inputs must
+    have a first axis of rows, got a 0-d array' (np.asarray made a 0-d object array of them)."""
+    model, x = _Net().eval(), _x()
+    batches = (torch.from_numpy(x[i : i + 8]) for i in range(0, 40, 8))
+    with pytest.raises(LabelwiseError, match=r"inputs are a generator.*np\.concatenate"):
+        capture(model, batches, progress=False)
+    with pytest.raises(LabelwiseError, match=r"inputs are a dict with keys \['x'\].*inputs\['x'\]"):
+        capture(model, {"x": x}, progress=False)

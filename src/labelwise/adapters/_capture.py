@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -217,6 +217,17 @@ def array_rows(inputs: Any) -> tuple[int, Callable[[int, int], NDArray[Any]]]:
     ``np.asarray``.
     """
     array = inputs
+    if isinstance(array, Iterator):  # np.asarray would make a 0-d object array of it
+        raise LabelwiseError(
+            f"inputs are a {type(array).__name__}, read once and of unknown length; pass an "
+            "array (e.g. np.concatenate(list(batches))), a Dataset or a DataLoader"
+        )
+    if isinstance(array, Mapping):
+        key = next(iter(array), "x")
+        raise LabelwiseError(
+            f"inputs are a dict with keys {list(array)}; pass the array of inputs itself, "
+            f"e.g. inputs[{key!r}]"
+        )
     lazy = hasattr(array, "__getitem__") and (hasattr(array, "shape") or hasattr(array, "__len__"))
     if isinstance(array, list | tuple) or not (isinstance(array, np.ndarray) or lazy):
         try:
