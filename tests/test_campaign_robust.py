@@ -454,3 +454,18 @@ def test_a_campaign_shows_what_it_is_in_a_notebook() -> None:
     assert repr(lw.Campaign(acts, None, method="srs", rng=0)) == (
         "Campaign(method='srs', regression, 300 rows, 0 proposed, 0 labelled)"
     )
+
+
+def test_probability_errors_give_the_python_line_too() -> None:
+    """In a notebook, logits were refused with only the shell's remedy ('labelwise capture
+    --head softmax'), and a binary model's single P(class 1) column with 'rows summing to 1
+    ... logits or regression outputs?', neither the cause nor the fix."""
+    acts, probs = _data(200)
+    logits = np.random.default_rng(0).normal(size=(200, 3)) * 3
+    with pytest.raises(lw.LabelwiseError, match=r"scipy\.special\.softmax\(logits, axis=1\)"):
+        lw.Campaign(acts, logits, rng=0)
+    p1 = probs[:, :1]
+    with pytest.raises(lw.LabelwiseError, match=r"np\.column_stack\(\[1 - p, p\]\)"):
+        lw.Campaign(acts, p1, rng=0)
+    both = np.column_stack([1 - p1, p1])
+    assert lw.Campaign(acts, both, rng=0).task == "classification"

@@ -288,7 +288,7 @@ def check_probabilities(arr: Any, flag: str) -> None:
     shape, dtype = _chunks.known_shape(a, flag), np.dtype(a.dtype)
     hint = (
         "; logits or regression outputs? Save softmax probabilities, e.g. with "
-        "'labelwise capture --head softmax'"
+        "scipy.special.softmax(logits, axis=1) (CLI: 'labelwise capture --head softmax')"
     )
     if len(shape) not in (1, 2) or dtype.kind not in "fiub" or 0 in shape:
         raise LabelwiseError(
@@ -319,7 +319,12 @@ def check_probabilities(arr: Any, flag: str) -> None:
             f"{flag} must hold probabilities in [0, 1], got values in [{lo:.4g}, {hi:.4g}]{hint}"
         )
     if len(shape) == 2 and worst > PROBS_TOLERANCE:
-        if worst <= 0.05:  # probabilities, rounded (a CSV at 2-3 decimals): not logits
+        if shape[1] == 1:  # a binary model's P(class 1) alone
+            hint = (
+                "; one column of P(class 1) from a binary model? Give both classes: "
+                "np.column_stack([1 - p, p])"
+            )
+        elif worst <= 0.05:  # probabilities, rounded (a CSV at 2-3 decimals): not logits
             hint = (
                 "; rounded probabilities? Divide each row by its sum "
                 "(p / p.sum(axis=1, keepdims=True)) and save them again"
