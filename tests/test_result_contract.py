@@ -467,3 +467,17 @@ def test_a_selection_prints_without_its_generator_state() -> None:
     assert len(text) < 500
     assert sel.rng_state is not None and "objective_trace" in sel.diagnostics  # still kept
     assert "rng_state" in sel.to_dict() and "diagnostics" in sel.to_dict()
+
+
+def test_a_ranking_prints_as_the_rank_command_table() -> None:
+    """A Ranking in a notebook showed only its arrays (the repr); ``table()`` is the table
+    ``labelwise rank`` prints, best model first, from the same code."""
+    import labelwise as lw
+
+    pred = np.array([[0, 1, 1, 0, 1, 1], [0, 1, 0, 0, 1, 1], [1, 0, 0, 1, 0, 1]])
+    labels = np.array([0, 1, 1, 0, 1, 1])
+    r = lw.rank_models(pred, labels, model_names=["good", "mid", "bad"], rng=0)
+    lines = r.table().splitlines()
+    assert lines[0].split()[:4] == ["rank", "model", "accuracy", "95%"]
+    assert [ln.split()[1] for ln in lines[1:]] == ["good", "mid", "bad"]
+    assert lines[1].split()[2] == "1.0000" and all(ln == ln.rstrip() for ln in lines)

@@ -261,3 +261,30 @@ class Ranking(Result):
     def value(self) -> None:
         """None: a ranking has no headline number (``value_missing_reason``)."""
         return None
+
+    def table(self) -> str:
+        """The models best first: rank, name, accuracy, interval, P(best), rank set (when
+        there are rank sets) and P(better than the next model); what ``labelwise rank``
+        prints (``print(ranking.table())`` in a notebook; the repr lists the arrays)."""
+        pct = f"{self.confidence * 100:g}%"
+        width = max(5, *(len(n) for n in self.model_names))
+        sets = self.rank_low is not None and self.rank_high is not None
+        lines = [
+            f"  {'rank':>4}  {'model':<{width}}  {'accuracy':>8}  {pct + ' interval':<18}"
+            f"  {'P(best)':>7}"
+            + (f"  {f'{self.rank_level * 100:g}% rank set':>14}" if sets else "")
+            + "  P(better than next)"
+        ]
+        for pos, m in enumerate(self.order):
+            nxt = f"{self.prob_better[pos]:.3f}" if pos < len(self.prob_better) else ""
+            best = "" if self.prob_best is None else f"{self.prob_best[m]:.3f}"
+            rset = ""
+            if self.rank_low is not None and self.rank_high is not None:
+                lo, hi = int(self.rank_low[m]), int(self.rank_high[m])
+                rset = f"  {str(lo) if lo == hi else f'{lo}-{hi}':>14}"
+            lines.append(
+                f"  {int(self.rank[m]):>4}  {self.model_names[m]:<{width}}  "
+                f"{self.accuracy[m]:>8.4f}  [{self.ci_low[m]:.4f}, {self.ci_high[m]:.4f}]"
+                f"  {best:>7}{rset}  {nxt:>19}".rstrip()
+            )
+        return "\n".join(lines)

@@ -137,33 +137,13 @@ def _earlier_names(ws: Workspace, sel: Selection, labels: Any, n_models: int) ->
 
 
 def format_ranking(ranking: Any, sel: Selection) -> str:
-    pct = f"{ranking.confidence * 100:g}%"
-    width = max(5, *(len(n) for n in ranking.model_names))
-    sets = ranking.rank_low is not None and ranking.rank_high is not None
     how = (
         "consensus-PPI estimate of the pile accuracy"
         if ranking.method == "consensus-ppi"
         else "accuracy on the labelled rows"
     )
-    lines = [
+    head = (
         f"{len(ranking.model_names)} models ranked on {ranking.n_labelled} labelled rows "
-        f"({sel.method} selection of {sel.population_size}; {how})",
-        "",
-        f"  {'rank':>4}  {'model':<{width}}  {'accuracy':>8}  {pct + ' interval':<18}"
-        f"  {'P(best)':>7}"
-        + (f"  {f'{ranking.rank_level * 100:g}% rank set':>14}" if sets else "")
-        + "  P(better than next)",
-    ]
-    for pos, m in enumerate(ranking.order):
-        nxt = f"{ranking.prob_better[pos]:.3f}" if pos < len(ranking.prob_better) else ""
-        best = "" if ranking.prob_best is None else f"{ranking.prob_best[m]:.3f}"
-        rset = ""
-        if sets:
-            lo, hi = int(ranking.rank_low[m]), int(ranking.rank_high[m])
-            rset = f"  {str(lo) if lo == hi else f'{lo}-{hi}':>14}"
-        lines.append(
-            f"  {int(ranking.rank[m]):>4}  {ranking.model_names[m]:<{width}}  "
-            f"{ranking.accuracy[m]:>8.4f}  [{ranking.ci_low[m]:.4f}, {ranking.ci_high[m]:.4f}]"
-            f"  {best:>7}{rset}  {nxt:>19}"
-        )
-    return "\n".join(lines)
+        f"({sel.method} selection of {sel.population_size}; {how})"
+    )
+    return f"{head}\n\n{ranking.table()}"
