@@ -203,10 +203,16 @@ def test_a_herd_led_zoo_claims_less_for_its_vote_leader() -> None:
             rng=gen,
         )
         camp = lw.RankingCampaign(zoo.predictions, rng=rep, n_draws=500)
+        plain = lw.RankingCampaign(zoo.predictions, rng=rep, n_draws=500, contrast_floor=0)
         while camp.n_labelled < 60:
             rows = camp.propose(20)
             camp.record(rows, zoo.labels[rows])
+            if rep == 0:  # the floor moves only the probabilities: same rows, same estimate
+                assert np.array_equal(plain.propose(20), rows)
+                plain.record(rows, zoo.labels[rows])
         r = camp.ranking()
+        if rep == 0:
+            assert np.array_equal(plain.ranking().accuracy, r.accuracy)
         claimed.append(r.prob_best[r.order[0]])
         first_best.append(zoo.true_accuracy[r.order[0]] == zoo.true_accuracy.max())
     assert np.mean(first_best) == 0.0
@@ -226,6 +232,8 @@ def test_the_leader_shrinkage_gate_known_values() -> None:
     assert _leader_shrinkage_gate(mean, (mean + np.r_[sd[:5], 0.5], cov)) == pytest.approx(0.5)
     assert _leader_shrinkage_gate(mean, (mean + 3 * sd, cov)) == 1.0
     assert _leader_shrinkage_gate(mean, (mean - 3 * sd, cov)) == 0.0
+    with pytest.raises(lw.LabelwiseError, match="contrast_floor must be >= 0"):
+        lw.RankingCampaign(np.zeros((2, 10), dtype=int), contrast_floor=-0.1)
 
 
 @pytest.mark.parametrize(
