@@ -296,8 +296,9 @@ def test_unseen_errors_of_a_confident_group_are_allowed_for() -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_grouped_wilson_is_the_projection_of_the_score_region(seed: int) -> None:
-    """Reference: the interval is {W1 t1 + W2 t2 : Q(t1, t2) <= t²} computed on a dense 2-D
-    grid, Q the sum of the two groups' Wilson score statistics."""
+    """Reference: the interval is {W1 t1 + W2 t2 : Q(t1, t2) <= z²} computed on a dense 2-D
+    grid, Q the sum of the two groups' Wilson score statistics, a group with an estimated
+    variance at n_g* (z / t_df)² (its own Student quantile)."""
     from labelwise.campaign._estimators import DesignEstimate, grouped_wilson
 
     g = np.random.default_rng(seed)
@@ -318,7 +319,7 @@ def test_grouped_wilson_is_the_projection_of_the_score_region(seed: int) -> None
     )
     lo, hi = grouped_wilson(d, sizes, n_h, groups, 0.95)
     w = sizes / sizes.sum()
-    z2 = stats.t.ppf(0.975, df) ** 2
+    z2 = stats.norm.ppf(0.975) ** 2
     t = np.linspace(1e-6, 1 - 1e-6, 3001)
     t1, t2 = np.meshgrid(t, t, indexing="ij")
     q = np.zeros_like(t1)
@@ -333,6 +334,8 @@ def test_grouped_wilson_is_the_projection_of_the_score_region(seed: int) -> None
         if pc != est:
             big = sizes[m].sum()
             n_eff = min(n_eff, ng * (big - 1) / (big - ng))
+        else:
+            n_eff *= z2 / stats.t.ppf(0.975, df) ** 2
         q += n_eff * (est - tk) ** 2 / (tk * (1 - tk))
     theta = w[groups == 0].sum() * t1 + w[groups == 1].sum() * t2
     ok = q <= z2
@@ -354,10 +357,30 @@ def test_a_group_with_no_error_seen_gets_the_finite_population_correction() -> N
     groups = np.array([0, 1])
     lo_small, _ = grouped_wilson(d, np.array([100, 50]), n_h, groups, 0.95)
     lo_large, _ = grouped_wilson(d, np.array([10_000, 5_000]), n_h, groups, 0.95)
-    # group 2 (W = 1/3) may lose W_2 t^2 / (n_g* + t^2): 0.026 at n_g* = 49.5, 0.0006 at 2,401
-    t2 = stats.t.ppf(0.975, 30.0) ** 2
+    # group 2 (W = 1/3) may lose W_2 z^2 / (n_g* + z^2): 0.024 at n_g* = 49.5, 0.0005 at 2,401
+    # (z normal: n_g* counts binomial draws, no variance is estimated for that group)
+    t2 = stats.norm.ppf(0.975) ** 2
     assert lo_large == pytest.approx(0.8 - (1 / 3) * t2 / (49 * 4999 / 4951 + t2), abs=1e-3)
     assert lo_small == pytest.approx(0.8 - (1 / 3) * t2 / (49 * 49 + t2), abs=1e-3)
+
+
+def test_a_group_with_no_error_seen_is_counted_with_the_normal_quantile() -> None:
+    """A group whose labels show no error is n_g binomial draws: its allowance for unseen
+    errors is Wilson's at the normal z, whatever the other group's degrees of freedom (one
+    Student t on the design's df = 4 served both: the lower limit 0.060 lower here; on the
+    study's piles t² / z² = 1.01-1.06 and clean digits' w fell 1.016 -> 1.000)."""
+    from labelwise.campaign._estimators import DesignEstimate, grouped_wilson
+
+    n_h = np.array([20, 30])
+    means = np.array([0.7, 1.0])
+    terms = np.array([1e-12, 0.0])  # group 1 known: the lower end is group 2's allowance
+    d = DesignEstimate(0.9, 1e-6, 4.0, 0.0, 0.0, means=means, terms=terms)
+    sizes = np.array([1_000, 2_000])
+    lo, hi = grouped_wilson(d, sizes, n_h, np.array([0, 1]), 0.95)
+    z2 = stats.norm.ppf(0.975) ** 2
+    n_g = 30 * 1_999 / 1_970  # n_g with the finite-population correction
+    assert lo == pytest.approx(0.9 - (2 / 3) * z2 / (n_g + z2), abs=1e-4)
+    assert hi == pytest.approx(0.9, abs=1e-4)
 
 
 @pytest.mark.parametrize("method", ["active", "auto"])
