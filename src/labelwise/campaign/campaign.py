@@ -31,6 +31,7 @@ from .._validation import (
     check_rng,
     check_score_magnitude,
 )
+from ..estimation._bootstrap import score_lower_miss
 from ..estimation.estimators import (
     SCORE_LABELS,
     exact_estimate,
@@ -145,7 +146,9 @@ class Campaign:
     credit); for the active design, the bootstrap-t of its AIPW terms; for regression
     (1 - squared error, a long lower tail) the (stratified) bootstrap-t
     (:func:`labelwise.estimation._bootstrap.bootstrap_t_interval`; SRS campaigns report
-    :func:`labelwise.srs_estimate`'s, which is the same), seeded so the same labels give the
+    :func:`labelwise.srs_estimate`'s, which is the same) with its lower limit at the pivot's
+    0.995 quantile (:func:`labelwise.estimation._bootstrap.score_lower_miss`: the misses of
+    the symmetric one were intervals above the truth), seeded so the same labels give the
     same interval.
 
     Resuming: :meth:`to_dict` is the JSON state; :meth:`to_arrays` holds what was computed
@@ -852,7 +855,14 @@ class Campaign:
             lo, hi = self._clip(*t_interval(d.value, d.std_error, d.df, conf))
             interval = "stratified-t"
             r = y if f_lab is None or d.lam == 0 else y - d.lam * f_lab
-            boot = bootstrap_t_interval(r, st, sizes, conf, gen=self._boot_gen(rec.size))
+            boot = bootstrap_t_interval(
+                r,
+                st,
+                sizes,
+                conf,
+                gen=self._boot_gen(rec.size),
+                lower_miss=score_lower_miss(conf),
+            )
             if boot is not None:
                 shift = d.value - _strat_mean(r, st, sizes)
                 lo, hi = self._clip(boot[0] + shift, boot[1] + shift)
