@@ -420,3 +420,34 @@ def test_rank_of_a_cppi_selection_refuses_other_predictions(
     err = capsys.readouterr().err
     assert "fingerprint differs" in err and "Traceback" not in err
     assert main([*rank, "--predictions", str(d / "probs.npy")]) == 0  # the same file: fine
+
+
+@pytest.mark.parametrize(
+    ("method", "source"), [("sds", "preds"), ("ddg", "probs"), ("rdg", "probs")]
+)
+def test_rank_of_a_ranking_selection_refuses_reordered_predictions(
+    zoo: dict, tmp_path: Path, capsys: pytest.CaptureFixture, method: str, source: str
+) -> None:
+    """'rank DIR --predictions OTHER' on an sds/ddg/rdg selection took the pile's rows
+    reordered without a word (only cppi checked): the labels were matched to other rows and
+    the accuracies came out near chance. The predictions must now predict the recorded
+    classes; the recorded file, or the argmax of recorded probabilities, still passes."""
+    d = zoo["dir"]
+    sel = tmp_path / "sel"
+    argv = ["select", "--method", method, "--budget", "60", "--seed", "1", "--predictions",
+            str(d / f"{source}.npy"), "--out", str(sel)]  # fmt: skip
+    assert main(argv) == 0
+    labels = _label(sel, zoo["labels"])
+    np.save(tmp_path / "reordered.npy", np.load(d / f"{source}.npy")[:, ::-1])
+    capsys.readouterr()
+    rank = ["rank", str(sel), "--labels", str(labels), "--bootstrap", "200"]
+    assert main([*rank, "--predictions", str(tmp_path / "reordered.npy")]) == 2
+    err = capsys.readouterr().err
+    assert "not the predictions the" in err and "Traceback" not in err
+    assert not (sel / "ranking.json").exists()
+    assert main([*rank, "--predictions", str(d / f"{source}.npy")]) == 0  # the same file
+    assert main([*rank, "--predictions", str(d / "preds.npy")]) == 0  # the same classes
+    acc = np.asarray(json.loads((sel / "ranking.json").read_text())["ranking"]["accuracy"])
+    idx = json.loads((sel / "selection.json").read_text())["selection"]["indices"]
+    preds = np.load(d / "preds.npy")
+    np.testing.assert_allclose(acc, (preds[:, idx] == zoo["labels"][idx]).mean(axis=1))

@@ -12,7 +12,7 @@ from .._results import Selection
 from .._validation import check_model_names
 from ..estimation import rank_models
 from ..exceptions import LabelwiseError
-from ..io import load_array
+from ..io import file_digest, load_array
 from ..ranking import RankingCampaign
 from ..workspace import Workspace
 from ._common import DefaultsHelpFormatter, check_model_stack
@@ -70,12 +70,10 @@ def cmd_rank(args: argparse.Namespace) -> int:
             "models from a selection: labelwise select --method sds|ddg|rdg|cppi --predictions"
         )
     ws, sel = Workspace.open(args.dir)
-    recorded = ws.load_source("predictions") if ws.has_source("predictions") else None
-    store_classes(
-        ws,
-        args.classes,
-        n_classes=None if recorded is None or recorded.ndim != 3 else recorded.shape[2],
-    )
+    # the recorded predictions' shape, without reading them (--predictions may replace them)
+    recorded = ws.sources.get("predictions") or {}
+    shape = list(recorded.get("shape") or [])
+    store_classes(ws, args.classes, n_classes=shape[2] if len(shape) == 3 else None)
     kind, labels = ws.read_labels(args.labels, sel)
     if kind != "label":
         raise LabelwiseError(f"--labels: ranking needs a 'label' column (classes), got '{kind}'")
@@ -86,6 +84,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
     else:
         raise LabelwiseError("--predictions is required: the selection did not record them")
     check_model_stack(preds, "--predictions", sel.population_size)
+    if args.predictions is not None and recorded and sel.method != "cppi":
+        _same_predictions(args.predictions, preds, ws, sel)  # cppi checks its fingerprint
     # Ranking reads every model's prediction at every selected row (and cppi all rows):
     # the (M, N) predictions are loaded whole below (np.asarray), a zarr store included.
     names = None
@@ -122,6 +122,35 @@ def cmd_rank(args: argparse.Namespace) -> int:
     ws.write_ranking({"ranking": ranking.to_dict(), "method": sel.method}, sel, labels)
     print(format_ranking(ranking, sel))
     return 0
+
+
+def _same_predictions(path: Path, preds: Any, ws: Workspace, sel: Selection) -> None:
+    """``--predictions`` must predict the classes the selection's recorded predictions do
+    (the same file, or one with the same predicted classes, e.g. the argmax of the recorded
+    probabilities): other predictions, e.g. the pile's rows reordered, would be matched to
+    the labels by row number and rank the models on the wrong rows without a word."""
+    recorded = ws.sources["predictions"]
+    if file_digest(path) == recorded.get("sha256"):
+        return
+    why = "they predict other classes"
+    try:
+        same = np.array_equal(
+            _classes(np.asarray(preds)), _classes(np.asarray(ws.load_source("predictions")))
+        )
+    except LabelwiseError as exc:
+        same, why = False, f"the recorded file cannot be compared: {exc}"
+    if not same:
+        raise LabelwiseError(
+            f"--predictions {path} are not the predictions the {sel.method} selection was made "
+            f"from ({recorded.get('path')}; {why}): the labels would be matched to other rows "
+            "or models. Leave --predictions out to rank the recorded models, or select again "
+            "with these predictions"
+        )
+
+
+def _classes(preds: Any) -> Any:
+    """(M, N) predicted classes of (M, N) classes or (M, N, C) probabilities."""
+    return preds.argmax(axis=2) if preds.ndim == 3 else preds
 
 
 def _earlier_names(ws: Workspace, sel: Selection, labels: Any, n_models: int) -> list[str] | None:
