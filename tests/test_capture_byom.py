@@ -384,3 +384,32 @@ def test_a_generator_or_a_dict_of_inputs_is_named() -> None:
         capture(model, batches, progress=False)
     with pytest.raises(LabelwiseError, match=r"inputs are a dict with keys \['x'\].*inputs\['x'\]"):
         capture(model, {"x": x}, progress=False)
+
+
+class _ListItems(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    def __init__(self, x: np.ndarray, labelled: bool) -> None:
+        self.x, self.labelled = x.tolist(), labelled
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, i: int) -> object:
+        return (self.x[i], i % 3) if self.labelled else self.x[i]
+
+
+@pytest.mark.parametrize("labelled", [False, True])
+def test_a_dataset_of_python_lists_is_read_as_rows(labelled: bool) -> None:
+    """A Dataset returning Python lists: torch's default collate turned a list of 8 numbers
+    into 8 tensors (one per feature), and capture then said 'the captured layer has shape
+    (16,), expected 8 rows first' (items x) or 'batch 0 is a list; expected a tensor' (items
+    (x, y)): nothing about lists. A Dataset's lists are now rows (np.asarray of the item); a
+    DataLoader with the default collate over them is refused, saying what to change."""
+    torch.manual_seed(0)
+    model, x = _Net().eval(), _x()
+    want = capture(model, x, progress=False)
+    got = capture(model, _ListItems(x, labelled), batch_size=7, progress=False)
+    np.testing.assert_array_equal(got.outputs, want.outputs)
+    np.testing.assert_array_equal(got.activations, want.activations)
+    loader = torch.utils.data.DataLoader(_ListItems(x, labelled), batch_size=7)
+    with pytest.raises(LabelwiseError, match=r"Python lists.*Pass the Dataset itself.*tensor"):
+        capture(model, loader, progress=False)

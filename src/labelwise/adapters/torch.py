@@ -772,11 +772,13 @@ def _loader_batches(
     The capture's row i must be the pile's row i (labels, ids and images are matched by row):
     a DataLoader whose sampler is not sequential (``shuffle=True``, a random or custom
     sampler) or that drops its last incomplete batch (``drop_last=True``) is refused."""
-    from torch.utils.data import DataLoader, SequentialSampler
+    from torch.utils.data import DataLoader, SequentialSampler, default_collate
 
     loader = inputs if isinstance(inputs, DataLoader) else None
     if loader is None:
-        loader = DataLoader(inputs, batch_size=batch_size, shuffle=False)
+        loader = DataLoader(inputs, batch_size=batch_size, shuffle=False, collate_fn=_collate_rows)
+    elif loader.collate_fn is default_collate:
+        _refuse_list_items(loader.dataset)
     sampler: Any = loader.batch_sampler
     try:
         n = len(sampler.sampler) if loader.batch_size is not None else sum(map(len, sampler))
@@ -806,6 +808,75 @@ def _loader_batches(
             yield _batch_tensor(item, number, model_dtype)
 
     return n, loader_batches
+
+
+def _sample_input(sample: Any) -> Any:
+    """The input of one Dataset item: the item, or the first element of ``(x, y, ...)``. A
+    list holding only numbers (at any depth) is the input itself, not ``(x, y)``."""
+    if isinstance(sample, tuple) and sample:
+        return sample[0]
+    if isinstance(sample, list) and sample:
+        try:
+            as_array = np.asarray(sample)
+        except (ValueError, TypeError):  # ragged: (x, y) with x a list
+            return sample[0]
+        return sample if as_array.dtype.kind in "biuf" else sample[0]
+    return sample
+
+
+def _collate_rows(samples: list[Any]) -> Any:
+    """The batch of a Dataset's items: their inputs stacked as rows. Tensors, arrays and
+    Python lists of numbers are all rows (torch's default collate would turn a list of ``d``
+    numbers into ``d`` tensors, one per feature)."""
+    import torch
+    from torch.utils.data import default_collate
+
+    if any(isinstance(s, Mapping) for s in samples):
+        return default_collate(samples)  # _batch_tensor names the keys
+    rows = []
+    for sample in samples:
+        x = _sample_input(sample)
+        if not isinstance(x, torch.Tensor):
+            try:
+                arr = np.asarray(x)
+            except (ValueError, TypeError) as exc:
+                raise LabelwiseError(
+                    f"inputs: a Dataset item's input is a {type(x).__name__} that is not an "
+                    f"array of numbers ({exc}); return a tensor or a NumPy array from "
+                    "__getitem__"
+                ) from None
+            if arr.dtype.kind not in "biuf":
+                raise LabelwiseError(
+                    f"inputs: a Dataset item's input is a {type(x).__name__} of dtype "
+                    f"{arr.dtype}, not numbers; return a tensor or a NumPy array of numbers "
+                    "from __getitem__"
+                )
+            x = torch.from_numpy(np.ascontiguousarray(arr))
+        rows.append(x)
+    shapes = {tuple(r.shape) for r in rows}
+    if len(shapes) > 1:
+        raise LabelwiseError(
+            f"inputs: the Dataset's items have different shapes {sorted(shapes)[:4]}; every "
+            "row must have the same shape (resize or pad them in __getitem__)"
+        )
+    return torch.stack(rows)
+
+
+def _refuse_list_items(dataset: Any) -> None:
+    """A DataLoader with torch's default collate over items whose input is a Python list
+    batches one tensor per feature, not rows: refused, saying what to change."""
+    try:
+        first = dataset[0]
+    except Exception:  # an iterable or unusual Dataset: nothing to check here
+        return
+    x = _sample_input(first)
+    if isinstance(x, list):
+        raise LabelwiseError(
+            "inputs: the DataLoader's Dataset returns Python lists as inputs; torch's default "
+            "collate turns a list of d numbers into d tensors (one per feature), not rows. "
+            "Pass the Dataset itself to capture (its lists are read as rows), or return "
+            "torch.tensor(x) from __getitem__"
+        )
 
 
 def _batch_tensor(item: Any, number: int, model_dtype: torch.dtype) -> torch.Tensor:
