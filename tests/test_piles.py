@@ -628,3 +628,87 @@ def test_an_array_given_to_open_pile_is_named() -> None:
     object, not ndarray (from pathlib)."""
     with pytest.raises(LabelwiseError, match=r"path must be .*got ndarray.*as it is"):
         open_pile(np.zeros((3, 2)))  # type: ignore[arg-type]
+
+
+def test_python_errors_name_the_path_argument_and_the_cli_names_inputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], torch_model: tuple[Path, object]
+) -> None:
+    """open_pile in Python said '--inputs: x.npy does not exist', '--inputs: t.csv has a
+    header but no rows': a flag of the shell. Python callers are now told 'path: ...'; the CLI
+    still says '--inputs: ...'."""
+    with pytest.raises(LabelwiseError, match=r"^path: .*nope\.npy does not exist"):
+        open_pile(tmp_path / "nope.npy")
+    (tmp_path / "t.csv").write_text("a,b\n")
+    with pytest.raises(LabelwiseError, match=r"^path: .*t\.csv has a header but no rows"):
+        open_pile(tmp_path / "t.csv")
+    np.save(tmp_path / "s.npy", np.array(["x", "y"]))
+    with pytest.raises(LabelwiseError, match=r"^path: .*s\.npy must hold real numbers"):
+        open_pile(tmp_path / "s.npy")
+    model_path, _ = torch_model
+    base = ["capture", "--model", model_path, "--out", tmp_path / "cap"]
+    assert _run(*base, "--inputs", tmp_path / "t.csv") == 2
+    err = capsys.readouterr().err
+    assert "--inputs: " in err and "has a header but no rows" in err and "path:" not in err
+
+
+def _corrupt_pile(root: Path) -> list[str]:
+    ids, _ = _png_pile(root, n=6)
+    good = (root / "a" / "img_000.png").read_bytes()
+    (root / "a" / "img_002.png").write_bytes(good[: len(good) // 2])  # truncated: header ok
+    (root / "b" / "img_003.png").write_bytes(b"not a png at all")
+    return [i for i in ids if i not in ("a/img_002.png", "b/img_003.png")]
+
+
+def test_skip_corrupt_leaves_out_the_undecodable_images_and_names_them(tmp_path: Path) -> None:
+    """One corrupt image in a folder stopped every capture (the error named it, but there was
+    no way on). skip_corrupt=True leaves out the files Pillow cannot decode, warns which, and
+    the pile's ids (ids.txt) and describe()['skipped'] record which files are rows."""
+    kept = _corrupt_pile(tmp_path / "pile")
+    with pytest.raises(LabelwiseError, match=r"img_003\.png .*skip_corrupt=True"):
+        open_pile(tmp_path / "pile")
+    with pytest.warns(UserWarning, match=r"skipped 2 corrupt image\(s\) of 6.*a/img_002\.png"):
+        pile = open_pile(tmp_path / "pile", image=ImageSpec(channels=1), skip_corrupt=True)
+    assert list(pile.ids) == kept and pile.shape == (4, 1, 8, 8)
+    assert [s["id"] for s in pile.describe()["skipped"]] == ["a/img_002.png", "b/img_003.png"]
+    assert [i for i, _ in pile.skipped] == ["a/img_002.png", "b/img_003.png"]
+    for row, i in enumerate(kept):  # row r is the file ids[r]
+        want = np.asarray(Image.open(tmp_path / "pile" / i), dtype=np.float32) / 255
+        np.testing.assert_allclose(pile[row][0], want, rtol=1e-6)
+    np.save(tmp_path / "t.npy", np.zeros((2, 2)))
+    with pytest.raises(LabelwiseError, match=r"skip_corrupt \(--skip-corrupt\) applies to"):
+        open_pile(tmp_path / "t.npy", skip_corrupt=True)
+
+
+def test_capture_skip_corrupt_records_the_skipped_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], torch_model: tuple[Path, object]
+) -> None:
+    """'capture --skip-corrupt' captures the images that decode; ids.txt lists them (row r
+    is the file on line r), capture.json names the skipped ones, and a selection's label page
+    reopens the same rows."""
+    from labelwise._rowview import RowView
+    from labelwise.workspace import Workspace
+
+    model_path, model = torch_model
+    kept = _corrupt_pile(tmp_path / "pile")
+    base = ["capture", "--model", model_path, "--inputs", tmp_path / "pile", "--channels", "1"]
+    assert _run(*base, "--out", tmp_path / "cap") == 2
+    assert "--skip-corrupt" in capsys.readouterr().err
+    assert _run(*base, "--skip-corrupt", "--out", tmp_path / "cap") == 0
+    err = capsys.readouterr().err
+    assert "skipped 2 corrupt image(s) of 6" in err and "a/img_002.png, b/img_003.png" in err
+    cap = tmp_path / "cap"
+    assert (cap / "ids.txt").read_text().split() == kept
+    doc = json.loads((cap / "capture.json").read_text())
+    assert [s["id"] for s in doc["pile"]["skipped"]] == ["a/img_002.png", "b/img_003.png"]
+    np.testing.assert_array_equal(
+        np.load(cap / "predictions.npy"), _predict(model, tmp_path / "pile", kept)
+    )
+    sel = tmp_path / "sel"
+    assert _run("select", "--method", "srs", "--budget", "4", "--probs",
+                cap / "probabilities.npy", "--out", sel) == 0  # fmt: skip
+    view = RowView(Workspace.open(sel)[0])
+    for row, i in enumerate(kept):
+        assert view.image_file(row).name == Path(i).name
+        np.testing.assert_allclose(
+            view.inputs(row)[0], np.asarray(Image.open(tmp_path / "pile" / i)) / 255, rtol=1e-6
+        )

@@ -41,6 +41,7 @@ NumPy only at import; Pillow and pyarrow are imported when a pile needs them.
 from __future__ import annotations
 
 import csv
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -188,10 +189,19 @@ class RowView:
             for k in ("size", "mean", "std"):
                 if spec.get(k) is not None:
                     spec[k] = tuple(spec[k])
+            skipped = self.desc.get("skipped")
             try:
-                self._pile = open_pile(self.root, image=ImageSpec(**spec))
+                with warnings.catch_warnings():
+                    # the files skipped at capture are skipped again (the capture warned)
+                    warnings.simplefilter("ignore", UserWarning)
+                    pile = open_pile(
+                        self.root, image=ImageSpec(**spec), skip_corrupt=skipped is not None
+                    )
             except (LabelwiseError, TypeError) as exc:
                 raise self._changed(f"it cannot be reopened ({exc})") from None
+            if self.ids is not None and list(pile.ids) != list(self.ids):
+                raise self._changed("its images are not the ones ids.txt lists")
+            self._pile = pile
         return self._pile
 
     # ----------------------------------------------------------------------- rows

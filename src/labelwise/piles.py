@@ -161,6 +161,8 @@ class Pile:
         #: the dtype an array pile is stored in (rows are read as float32); None otherwise
         self.stored_dtype = stored_dtype
         self.ids = ids
+        #: image folders opened with ``skip_corrupt``: ``(id, reason)`` of each file left out
+        self.skipped: tuple[tuple[str, str], ...] = ()
         self._read = read
         self._info = info
 
@@ -226,6 +228,7 @@ def open_pile(
     columns: Sequence[str] | None = None,
     id_column: str | None = None,
     image: ImageSpec | None = None,
+    skip_corrupt: bool = False,
     warn_id_like: bool = False,
 ) -> Pile:
     """Open the pile at ``path``; its kind is read from the path (see the module docstring).
@@ -245,6 +248,12 @@ def open_pile(
     image:
         Folders only: the declared preprocessing (default ``ImageSpec()``: RGB, scaled by
         1/255, channels first, every image the same size).
+    skip_corrupt:
+        Folders only: leave out the images Pillow cannot decode instead of stopping at the
+        first one. Every image is then decoded once when the pile is opened; the files left
+        out are in :attr:`Pile.skipped` and ``describe()["skipped"]``, a warning names them,
+        and ``pile.ids`` (``ids.txt``) lists only the images that are rows. Default: a
+        corrupt image is an error naming it.
     warn_id_like:
         CSV tables read with the default columns: warn about columns that look like row ids
         or a saved index (they would be fed to a model as inputs). Set by ``capture``; a pile
@@ -258,6 +267,30 @@ def open_pile(
         file (named), images of different sizes without ``size`` (two are named), a
         non-numeric value (its row and column are named), duplicate ids.
     """
+    return open_pile_as(
+        path,
+        "path",
+        key=key,
+        columns=columns,
+        id_column=id_column,
+        image=image,
+        skip_corrupt=skip_corrupt,
+        warn_id_like=warn_id_like,
+    )
+
+
+def open_pile_as(
+    path: str | os.PathLike[str],
+    what: str,
+    *,
+    key: str | None = None,
+    columns: Sequence[str] | None = None,
+    id_column: str | None = None,
+    image: ImageSpec | None = None,
+    skip_corrupt: bool = False,
+    warn_id_like: bool = False,
+) -> Pile:
+    """:func:`open_pile`, its messages naming the pile ``what`` (the CLI: ``"--inputs"``)."""
     if not isinstance(path, str | os.PathLike):
         raise LabelwiseError(
             f"path must be the path of a file or folder (str or Path), got "
@@ -266,7 +299,7 @@ def open_pile(
         )
     p = Path(path)
     if not p.exists():
-        raise LabelwiseError(f"--inputs: {p} does not exist")
+        raise LabelwiseError(f"{what}: {p} does not exist")
     suffix = p.suffix.lower()
     kind = (
         "zarr"
@@ -283,24 +316,24 @@ def open_pile(
     )
     if kind is None:
         raise LabelwiseError(
-            f"--inputs: {p} is not a pile labelwise reads: give a .npy or .npz array, a .zarr "
+            f"{what}: {p} is not a pile labelwise reads: give a .npy or .npz array, a .zarr "
             f"array, a .csv or .parquet table, or a folder of images "
             f"({', '.join(IMAGE_SUFFIXES)})"
         )
     _only_for(kind, "npz", key=key)
     _only_for(kind, ("csv", "parquet"), columns=columns, id_column=id_column)
-    _only_for(kind, "images", image=image)
+    _only_for(kind, "images", image=image, skip_corrupt=skip_corrupt or None)
     if kind == "npy":
-        return _open_npy(p)
+        return _open_npy(p, what)
     if kind == "npz":
-        return _open_npz(p, key)
+        return _open_npz(p, key, what)
     if kind == "zarr":
-        return _open_zarr(p)
+        return _open_zarr(p, what)
     if kind == "images":
-        return _open_images(p, image or ImageSpec())
+        return _open_images(p, image or ImageSpec(), skip_corrupt, what)
     if kind == "csv":
-        return _open_csv(p, columns, id_column, warn_id_like)
-    return _open_parquet(p, columns, id_column)
+        return _open_csv(p, columns, id_column, warn_id_like, what)
+    return _open_parquet(p, columns, id_column, what)
 
 
 def _only_for(kind: str, kinds: str | tuple[str, ...], **given: Any) -> None:
@@ -318,11 +351,11 @@ def _only_for(kind: str, kinds: str | tuple[str, ...], **given: Any) -> None:
 # ------------------------------------------------------------------------------ arrays
 
 
-def _array_pile(kind: str, path: Path, arr: NDArray[Any], info: dict[str, Any]) -> Pile:
+def _array_pile(kind: str, path: Path, arr: NDArray[Any], info: dict[str, Any], what: str) -> Pile:
     if arr.ndim == 0:
-        raise LabelwiseError(f"--inputs: {path} holds a 0-d array; the first axis must be rows")
+        raise LabelwiseError(f"{what}: {path} holds a 0-d array; the first axis must be rows")
     if arr.dtype.kind not in "biuf":
-        raise LabelwiseError(f"--inputs: {path} must hold real numbers, got dtype {arr.dtype}")
+        raise LabelwiseError(f"{what}: {path} must hold real numbers, got dtype {arr.dtype}")
 
     def read(sel: NDArray[np.int64] | slice) -> NDArray[Any]:
         if isinstance(sel, slice):
@@ -346,26 +379,26 @@ def _array_pile(kind: str, path: Path, arr: NDArray[Any], info: dict[str, Any]) 
     )
 
 
-def _open_npy(path: Path) -> Pile:
+def _open_npy(path: Path, what: str) -> Pile:
     from .io import load_array
 
-    return _array_pile("npy", path, load_array(path, "--inputs"), {})
+    return _array_pile("npy", path, load_array(path, what), {}, what)
 
 
-def _open_zarr(path: Path) -> Pile:
+def _open_zarr(path: Path, what: str) -> Pile:
     """A zarr array store, read chunk by chunk as capture asks (never whole)."""
-    arr = open_zarr(path, "--inputs")
-    return _array_pile("zarr", path, arr, {"chunks": [int(c) for c in arr.chunks]})
+    arr = open_zarr(path, what)
+    return _array_pile("zarr", path, arr, {"chunks": [int(c) for c in arr.chunks]}, what)
 
 
-def _open_npz(path: Path, key: str | None) -> Pile:
+def _open_npz(path: Path, key: str | None, what: str) -> Pile:
     try:
         with np.load(path, allow_pickle=False) as archive:
             keys = list(archive.files)
             if key is None:
                 if len(keys) != 1:
                     raise LabelwiseError(
-                        f"--inputs: {path} holds {len(keys)} arrays; choose one with key= (--key) "
+                        f"{what}: {path} holds {len(keys)} arrays; choose one with key= (--key) "
                         f"(keys: {', '.join(keys) or 'none'})"
                     )
                 key = keys[0]
@@ -378,8 +411,8 @@ def _open_npz(path: Path, key: str | None) -> Pile:
     except LabelwiseError:
         raise
     except (ValueError, OSError, EOFError) as exc:
-        raise LabelwiseError(f"--inputs: {path} is not a readable .npz archive ({exc})") from None
-    return _array_pile("npz", path, arr, {"key": key})
+        raise LabelwiseError(f"{what}: {path} is not a readable .npz archive ({exc})") from None
+    return _array_pile("npz", path, arr, {"key": key}, what)
 
 
 # ------------------------------------------------------------------------------ images
@@ -405,35 +438,58 @@ def _image_files(root: Path) -> list[Path]:
     return sorted(found, key=lambda f: f.relative_to(root).as_posix())
 
 
-def _open_images(root: Path, spec: ImageSpec) -> Pile:
+def _open_images(root: Path, spec: ImageSpec, skip_corrupt: bool, what: str) -> Pile:
     image_module = require("PIL.Image", "reading a folder of images", extra="images")
     image_ops = require("PIL.ImageOps", "reading a folder of images", extra="images")
     files = _image_files(root)
     if not files:
         raise LabelwiseError(
-            f"--inputs: the folder {root} holds no images ({', '.join(IMAGE_SUFFIXES)}, "
+            f"{what}: the folder {root} holds no images ({', '.join(IMAGE_SUFFIXES)}, "
             "searched recursively)"
         )
     # ids without surrounding spaces, as the labels reader reads them back (" a.png" -> "a.png")
     ids = [f.relative_to(root).as_posix().strip() for f in files]
     for i in ids:
         if "\n" in i or "\r" in i:
-            raise LabelwiseError(f"--inputs: an image path holds a line break: {i!r}; rename it")
+            raise LabelwiseError(f"{what}: an image path holds a line break: {i!r}; rename it")
     if len(set(ids)) != len(ids):
         twice = sorted({i for i in ids if ids.count(i) > 1})
         raise LabelwiseError(
-            f"--inputs: image names that differ only by surrounding spaces give the same id: "
+            f"{what}: image names that differ only by surrounding spaces give the same id: "
             f"{twice[:5]}; rename them"
         )
+    skipped: list[tuple[str, str]] = []
+    if skip_corrupt:
+        kept = [
+            (f, i)
+            for f, i in zip(files, ids, strict=True)
+            if not _corrupt(image_module, f, i, skipped)
+        ]
+        if not kept:
+            raise LabelwiseError(
+                f"{what}: none of the {len(files)} images in {root} can be decoded, e.g. "
+                f"{skipped[0][0]} ({skipped[0][1]})"
+            )
+        files, ids = [f for f, _ in kept], [i for _, i in kept]
+        if skipped:
+            shown = ", ".join(i for i, _ in skipped[:10])
+            more = f" and {len(skipped) - 10} more" if len(skipped) > 10 else ""
+            warnings.warn(
+                f"{root}: skipped {len(skipped)} corrupt image(s) of {len(files) + len(skipped)} "
+                f"(not rows of the pile; listed under 'skipped' in its description): "
+                f"{shown}{more}",
+                UserWarning,
+                stacklevel=user_stacklevel(),
+            )
     if spec.size is None:
         first: tuple[int, int] | None = None
         for f in files:
-            w, h = _image_header(image_module, f)
+            w, h = _image_header(image_module, f, what)
             if first is None:
                 first = (h, w)
             elif (h, w) != first:
                 raise LabelwiseError(
-                    f"--inputs: images differ in size: {files[0]} is {first[0]}x{first[1]} "
+                    f"{what}: images differ in size: {files[0]} is {first[0]}x{first[1]} "
                     f"(HxW), {f} is {h}x{w}; give a size to resize them all: "
                     "ImageSpec(size=(H, W)) (--image-size HxW)"
                 )
@@ -463,7 +519,7 @@ def _open_images(root: Path, spec: ImageSpec) -> Pile:
                 if img.size != (width, height):
                     if spec.size is None:
                         raise LabelwiseError(
-                            f"--inputs: {f} is {img.size[1]}x{img.size[0]}, not {height}x{width} "
+                            f"{what}: {f} is {img.size[1]}x{img.size[0]}, not {height}x{width} "
                             "like the others (did it change?); give ImageSpec(size=(H, W)) "
                             "(--image-size HxW)"
                         )
@@ -476,7 +532,10 @@ def _open_images(root: Path, spec: ImageSpec) -> Pile:
         except LabelwiseError:
             raise
         except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError ...
-            raise LabelwiseError(f"--inputs: cannot decode image {f} ({exc})") from None
+            raise LabelwiseError(
+                f"{what}: cannot decode image {f} ({exc}); move it away, or leave every "
+                "corrupt image out with skip_corrupt=True (--skip-corrupt)"
+            ) from None
         x = x.reshape(height, width, spec.channels) * np.float32(spec.scale)
         if mean is not None:
             x -= mean
@@ -491,8 +550,10 @@ def _open_images(root: Path, spec: ImageSpec) -> Pile:
             out[j] = decode(f)
         return out
 
-    info = {"root": str(root.resolve()), "preprocessing": spec.to_dict()}
-    return Pile(
+    info: dict[str, Any] = {"root": str(root.resolve()), "preprocessing": spec.to_dict()}
+    if skip_corrupt:
+        info["skipped"] = [{"id": i, "reason": why} for i, why in skipped]
+    pile = Pile(
         kind="images",
         path=root,
         shape=(len(files), *row_shape),
@@ -500,9 +561,22 @@ def _open_images(root: Path, spec: ImageSpec) -> Pile:
         ids=ids,
         info=info,
     )
+    pile.skipped = tuple(skipped)
+    return pile
 
 
-def _image_header(image_module: Any, f: Path) -> tuple[int, int]:
+def _corrupt(image_module: Any, f: Path, i: str, skipped: list[tuple[str, str]]) -> bool:
+    """Decode ``f`` once; if Pillow cannot, note ``(id, reason)`` in ``skipped``."""
+    try:
+        with image_module.open(f) as img:
+            img.load()
+    except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError ...
+        skipped.append((i, " ".join(str(exc).split()) or type(exc).__name__))
+        return True
+    return False
+
+
+def _image_header(image_module: Any, f: Path, what: str) -> tuple[int, int]:
     """(width, height) from the file's header, without decoding the pixels."""
     try:
         with image_module.open(f) as img:
@@ -514,30 +588,33 @@ def _image_header(image_module: Any, f: Path) -> tuple[int, int]:
                 turned = False
             return (height, width) if turned else (width, height)
     except Exception as exc:
-        raise LabelwiseError(f"--inputs: cannot read image {f} ({exc})") from None
+        raise LabelwiseError(
+            f"{what}: cannot read image {f} ({exc}); move it away, or leave every corrupt "
+            "image out with skip_corrupt=True (--skip-corrupt)"
+        ) from None
 
 
 # ------------------------------------------------------------------------------ tables
 
 
-def _check_ids(path: Path, ids: list[str], id_column: str) -> None:
+def _check_ids(path: Path, ids: list[str], id_column: str, what: str) -> None:
     seen: dict[str, int] = {}
     dup: list[str] = []
     for row, i in enumerate(ids):
         if not i:
             raise LabelwiseError(
-                f"--inputs: {path} column {id_column!r} is empty (or null) at row {row}; every "
+                f"{what}: {path} column {id_column!r} is empty (or null) at row {row}; every "
                 "row needs an id (fill it in, or leave id_column (--id-column) out to number "
                 "the rows)"
             )
         if "\n" in i or "\r" in i:
-            raise LabelwiseError(f"--inputs: {path} column {id_column!r} holds a line break: {i!r}")
+            raise LabelwiseError(f"{what}: {path} column {id_column!r} holds a line break: {i!r}")
         seen[i] = seen.get(i, 0) + 1
         if seen[i] == 2:
             dup.append(i)
     if dup:
         raise LabelwiseError(
-            f"--inputs: {path} column {id_column!r} repeats ids, e.g. {dup[:5]}; "
+            f"{what}: {path} column {id_column!r} repeats ids, e.g. {dup[:5]}; "
             "an id column must name each row once"
         )
 
@@ -548,6 +625,7 @@ def _table_columns(
     numeric: Callable[[str], bool],
     columns: Sequence[str] | None,
     id_column: str | None,
+    what: str,
 ) -> list[str]:
     if id_column is not None and id_column not in header:
         raise LabelwiseError(
@@ -557,7 +635,7 @@ def _table_columns(
     if columns is None:
         chosen = [c for c in header if c != id_column and numeric(c)]
         if not chosen:
-            raise LabelwiseError(f"--inputs: {path} has no numeric column; columns: {header}")
+            raise LabelwiseError(f"{what}: {path} has no numeric column; columns: {header}")
         return chosen
     chosen = list(columns)
     unknown = [c for c in chosen if c not in header]
@@ -617,7 +695,11 @@ def _warn_id_like(
 
 
 def _open_csv(
-    path: Path, columns: Sequence[str] | None, id_column: str | None, warn_id_like: bool = False
+    path: Path,
+    columns: Sequence[str] | None,
+    id_column: str | None,
+    warn_id_like: bool,
+    what: str,
 ) -> Pile:
     try:
         with open(path, encoding="utf-8-sig", newline="") as fh:
@@ -625,12 +707,12 @@ def _open_csv(
             header = next(reader, None)
             body = [r for r in reader if r and any(c.strip() for c in r)]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise LabelwiseError(f"--inputs: cannot read {path} ({exc})") from None
+        raise LabelwiseError(f"{what}: cannot read {path} ({exc})") from None
     if not header:
-        raise LabelwiseError(f"--inputs: {path} is empty; a CSV pile needs a header row")
+        raise LabelwiseError(f"{what}: {path} is empty; a CSV pile needs a header row")
     header = [h.strip() for h in header]
     if not body:
-        raise LabelwiseError(f"--inputs: {path} has a header but no rows")
+        raise LabelwiseError(f"{what}: {path} has a header but no rows")
     where = {name: j for j, name in enumerate(header)}
 
     def numeric(name: str) -> bool:
@@ -640,7 +722,7 @@ def _open_csv(
         filled = [c for c in (rec[j].strip() if j < len(rec) else "" for rec in body) if c]
         return bool(filled) and 2 * sum(_is_number(c) for c in filled) >= len(filled)
 
-    chosen = _table_columns(path, header, numeric, columns, id_column)
+    chosen = _table_columns(path, header, numeric, columns, id_column, what)
     if columns is None and warn_id_like:
         _warn_id_like(path, chosen, [[rec[where[c]] for rec in body] for c in chosen], id_column)
     idx = [where[c] for c in chosen]
@@ -654,7 +736,7 @@ def _open_csv(
                 v = math.nan
             if not math.isfinite(v):
                 raise LabelwiseError(
-                    f"--inputs: {path} row {r} (line {r + 2}) column {chosen[k]!r} is not a "
+                    f"{what}: {path} row {r} (line {r + 2}) column {chosen[k]!r} is not a "
                     f"finite number: {text!r}"
                 )
             data[r, k] = v
@@ -662,8 +744,8 @@ def _open_csv(
     if id_column is not None:
         j = where[id_column]
         ids = [rec[j].strip() if j < len(rec) else "" for rec in body]
-        _check_ids(path, list(ids), id_column)
-    return _table_pile("csv", path, data, ids, chosen, id_column)
+        _check_ids(path, list(ids), id_column, what)
+    return _table_pile("csv", path, data, ids, chosen, id_column, what)
 
 
 def _table_pile(
@@ -673,33 +755,36 @@ def _table_pile(
     ids: Sequence[str],
     chosen: list[str],
     id_column: str | None,
+    what: str,
 ) -> Pile:
-    pile = _array_pile(kind, path, data, {"columns": chosen, "id_column": id_column})
+    pile = _array_pile(kind, path, data, {"columns": chosen, "id_column": id_column}, what)
     return Pile(kind=kind, path=path, shape=pile.shape, read=pile._read, ids=ids, info=pile._info)
 
 
-def _open_parquet(path: Path, columns: Sequence[str] | None, id_column: str | None) -> Pile:
+def _open_parquet(
+    path: Path, columns: Sequence[str] | None, id_column: str | None, what: str
+) -> Pile:
     pq = require("pyarrow.parquet", "reading a Parquet pile", extra="tables")
     pa = require("pyarrow", "reading a Parquet pile", extra="tables")
     try:
         schema = pq.read_schema(path)
     except Exception as exc:
-        raise LabelwiseError(f"--inputs: {path} is not a readable Parquet file ({exc})") from None
+        raise LabelwiseError(f"{what}: {path} is not a readable Parquet file ({exc})") from None
     header = list(schema.names)
 
     def numeric(name: str) -> bool:
         t = schema.field(name).type
         return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t))
 
-    chosen = _table_columns(path, header, numeric, columns, id_column)
+    chosen = _table_columns(path, header, numeric, columns, id_column, what)
     wanted = chosen + ([id_column] if id_column is not None and id_column not in chosen else [])
     try:
         table = pq.read_table(path, columns=wanted)
     except Exception as exc:
-        raise LabelwiseError(f"--inputs: cannot read {path} ({exc})") from None
+        raise LabelwiseError(f"{what}: cannot read {path} ({exc})") from None
     n = table.num_rows
     if n == 0:
-        raise LabelwiseError(f"--inputs: {path} has no rows")
+        raise LabelwiseError(f"{what}: {path} has no rows")
     data = np.empty((n, len(chosen)), dtype=np.float32)
     for k, name in enumerate(chosen):
         col = table.column(name)
@@ -711,18 +796,18 @@ def _open_parquet(path: Path, columns: Sequence[str] | None, id_column: str | No
         if col.null_count:
             nulls = np.flatnonzero(np.asarray(col.is_null().to_numpy(zero_copy_only=False)))
             raise LabelwiseError(
-                f"--inputs: {path} row {int(nulls[0])} column {name!r} is empty (null)"
+                f"{what}: {path} row {int(nulls[0])} column {name!r} is empty (null)"
             )
         values = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
         bad = np.flatnonzero(~np.isfinite(values))
         if bad.size:
             raise LabelwiseError(
-                f"--inputs: {path} row {int(bad[0])} column {name!r} is not a finite number: "
+                f"{what}: {path} row {int(bad[0])} column {name!r} is not a finite number: "
                 f"{values[bad[0]]}"
             )
         data[:, k] = values
     ids: Sequence[str] = _RowNumbers(n)
     if id_column is not None:
         ids = ["" if v is None else str(v).strip() for v in table.column(id_column).to_pylist()]
-        _check_ids(path, list(ids), id_column)
-    return _table_pile("parquet", path, data, ids, chosen, id_column)
+        _check_ids(path, list(ids), id_column, what)
+    return _table_pile("parquet", path, data, ids, chosen, id_column, what)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..exceptions import LabelwiseError
 from ..io import atomic_write, is_zarr_store, load_array, read_labels_csv, write_json
-from ..piles import IMAGE_SUFFIXES, ImageSpec, Pile, open_pile
+from ..piles import IMAGE_SUFFIXES, ImageSpec, Pile, open_pile_as
 from ..workspace import CLASSES, IDS, Workspace
 
 CLASSES_HELP = (
@@ -49,6 +49,13 @@ def add_pile_arguments(parser: Any) -> None:
     g.add_argument("--std", help="images: per-channel std to divide by, e.g. 0.229,0.224,0.225")
     g.add_argument(
         "--layout", choices=["chw", "hwc"], help="images: channels first or last [default: chw]"
+    )
+    g.add_argument(
+        "--skip-corrupt",
+        action="store_true",
+        help="images: leave out the files that cannot be decoded (each is decoded once first); "
+        "they are named in a warning and under 'skipped' in capture.json, and ids.txt lists "
+        "only the images that are rows [default: a corrupt image is an error]",
     )
 
 
@@ -99,12 +106,14 @@ def open_inputs(args: argparse.Namespace) -> Pile:
     columns = None
     if args.columns is not None:
         columns = [c.strip() for c in args.columns.split(",") if c.strip()]
-    return open_pile(
+    return open_pile_as(
         args.inputs,
+        "--inputs",
         key=args.key,
         columns=columns,
         id_column=args.id_column,
         image=image,
+        skip_corrupt=bool(getattr(args, "skip_corrupt", False)),
         warn_id_like=True,
     )
 
