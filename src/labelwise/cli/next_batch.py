@@ -29,7 +29,14 @@ def add_parser(sub: Any) -> None:
         formatter_class=DefaultsHelpFormatter,
     )
     n.add_argument("dir", type=Path, help="campaign directory written by 'labelwise campaign'")
-    n.add_argument("--batch", type=int, default=20, help="rows to propose")
+    n.add_argument(
+        "--batch",
+        "--budget",  # as 'select --budget' says it; 'next --budget 10' was an unknown flag
+        dest="batch",
+        type=int,
+        default=20,
+        help="rows to propose (--budget: the same)",
+    )
     n.set_defaults(func=cmd_next)
 
 
