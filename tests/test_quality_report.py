@@ -97,7 +97,7 @@ def test_probabilities_that_are_not_a_class_table(
     ):
         with pytest.raises(LabelwiseError, match=says):
             quality_report(xtr, ytr, xte, yte, bad)
-    with pytest.raises(LabelwiseError, match=r"number of probability columns \(2\), got 2"):
+    with pytest.raises(LabelwiseError, match=r"classes in \[0, 2\) \(the model has 2 output"):
         quality_report(xtr, ytr, xte, np.where(yte == 1, 2, 0), p)
     for name, arr in {"tf": xtr, "tl": ytr, "f": xte, "l": yte, "p": p.max(axis=1)}.items():
         np.save(tmp_path / f"{name}.npy", arr)

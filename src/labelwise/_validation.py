@@ -333,3 +333,16 @@ def check_probabilities(arr: Any, flag: str) -> None:
             f"{flag} must have rows summing to 1 (within {PROBS_TOLERANCE:g}), got row "
             f"{worst_row} summing to {worst_sum:.4g}{hint}"
         )
+
+
+def check_classes_in_range(labels: NDArray[np.int64], n_classes: int, name: str) -> None:
+    """Every label a class in ``[0, n_classes)`` (the model's output columns); otherwise an
+    error naming the first bad values and their positions, and what to check."""
+    bad = (labels < 0) | (labels >= n_classes)
+    if bad.any():
+        raise LabelwiseError(
+            f"{name} must be classes in [0, {n_classes}) (the model has {n_classes} output "
+            f"columns), got {labels[bad][:5].tolist()} at positions "
+            f"{np.flatnonzero(bad)[:5].tolist()}; are the labels of another model or "
+            "numbered from 1?"
+        )

@@ -151,6 +151,12 @@ def open_zarr(path: str | os.PathLike[str], what: str) -> Any:
         arr = zarr.open_array(str(p), mode="r")
         shape, dtype = tuple(int(s) for s in arr.shape), np.dtype(arr.dtype)
     except Exception as exc:  # zarr raises many types for a bad store
+        arrays = _zarr_group_arrays(zarr, p)
+        if arrays is not None:
+            inside = ", ".join(str(p / a) for a in arrays[:5]) or "it holds none"
+            raise LabelwiseError(
+                f"{what}: {p} is a zarr group, not an array; give one of its arrays: {inside}"
+            ) from None
         raise LabelwiseError(
             f"{what}: {p} is not a readable zarr array ({_one_line(exc)})"
         ) from None
@@ -159,6 +165,16 @@ def open_zarr(path: str | os.PathLike[str], what: str) -> Any:
     if dtype.kind not in "biuf":
         raise LabelwiseError(f"{what}: {p} must hold real numbers, got dtype {dtype}")
     return arr
+
+
+def _zarr_group_arrays(zarr: Any, p: Path) -> list[str] | None:
+    """The names of the arrays in the zarr group ``p`` (recursively), or None if ``p`` is no
+    group zarr can open."""
+    try:
+        group = zarr.open_group(str(p), mode="r")
+        return sorted(name for name, _ in group.arrays())
+    except Exception:  # not a group either: the caller reports the array error
+        return None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -263,6 +279,7 @@ def read_labels_csv(
     *,
     classes: Sequence[str] | None = None,
     ids: Sequence[str] | None = None,
+    what: str = "--labels",
 ) -> tuple[NDArray[np.int64], str, NDArray[Any]]:
     """Read ``row,<value>`` (or ``id,<value>``) pairs; ``<value>`` is one of ``label``,
     ``target`` or ``score``.
@@ -280,12 +297,14 @@ def read_labels_csv(
     such a value is an error, never a guess. ``ids`` (one id per pile row, e.g. an image's
     path): a file without a ``row`` column may name its rows in an ``id`` column instead;
     unknown ids are errors naming them. A file with both columns must agree with ``ids``.
+    ``what`` names the file in the messages (a CLI flag, e.g. ``"--test-labels"``).
     """
     p = Path(path)
+    src = f"{what}: {p}"  # what the helpers below name
     if p.is_dir():
-        raise LabelwiseError(f"--labels: {p} is a directory; give the CSV file of labels")
+        raise LabelwiseError(f"{what}: {p} is a directory; give the CSV file of labels")
     if not p.is_file():
-        raise LabelwiseError(f"--labels: {p} does not exist")
+        raise LabelwiseError(f"{what}: {p} does not exist")
     try:
         with open(p, encoding="utf-8-sig", newline="") as fh:  # -sig: spreadsheets write a BOM
             sep = _delimiter(fh.readline())
@@ -294,13 +313,13 @@ def read_labels_csv(
             header = next(reader, None)
             body = [r for r in reader if r and any(c.strip() for c in r)]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise LabelwiseError(f"--labels: cannot read {p} ({exc})") from None
+        raise LabelwiseError(f"{what}: cannot read {p} ({exc})") from None
     if header is None:
-        raise LabelwiseError(f"--labels: {p} is empty")
+        raise LabelwiseError(f"{what}: {p} is empty")
     cols = [c.strip().lower() for c in header]
     if "row" not in cols and "id" not in cols:
         raise LabelwiseError(
-            f"--labels: {p} needs a 'row' column (or 'id': the row ids of the capture), got "
+            f"{what}: {p} needs a 'row' column (or 'id': the row ids of the capture), got "
             f"columns {header}"
         )
     i_class = cols.index(CLASS_COLUMN) if CLASS_COLUMN in cols else None
@@ -309,7 +328,7 @@ def read_labels_csv(
         kinds = ["label"]
     if len(kinds) != 1 or (i_class is not None and kinds != ["label"]):
         raise LabelwiseError(
-            f"--labels: {p} needs exactly one of the columns 'label' (or 'class': class names), "
+            f"{what}: {p} needs exactly one of the columns 'label' (or 'class': class names), "
             f"'target' or 'score', got {header}"
         )
     kind = kinds[0]
@@ -317,7 +336,7 @@ def read_labels_csv(
         i_class = None  # 'label' holds the class indices; their names cannot be checked
     elif i_class is not None and classes is None:
         raise LabelwiseError(
-            f"--labels: {p} has a 'class' column (class names) but the class names are unknown; "
+            f"{what}: {p} has a 'class' column (class names) but the class names are unknown; "
             "give them (classes.json, --classes) or use a 'label' column of class indices"
         )
     i_row = cols.index("row") if "row" in cols else None
@@ -326,11 +345,11 @@ def read_labels_csv(
     assert i_val is not None
     if i_row is None and ids is None:
         raise LabelwiseError(
-            f"--labels: {p} names its rows by 'id', but the row ids of this pile are unknown "
+            f"{what}: {p} names its rows by 'id', but the row ids of this pile are unknown "
             "(they come from 'labelwise capture', in ids.txt); give a 'row' column"
         )
     if not body:
-        raise LabelwiseError(f"--labels: {p} has a header but no labels")
+        raise LabelwiseError(f"{what}: {p} has a header but no labels")
     row_of: dict[str, int] | None = None
     twice: dict[str, list[int]] = {}  # keys that more than one of the pile's ids become
     if ids is not None and i_id is not None:
@@ -347,14 +366,14 @@ def read_labels_csv(
     unknown: list[tuple[int, str]] = []
     for line_no, rec in enumerate(body, start=2):
         if len(rec) <= last:
-            raise LabelwiseError(f"--labels: {p} line {line_no} has too few fields: {rec}")
+            raise LabelwiseError(f"{what}: {p} line {line_no} has too few fields: {rec}")
         if i_row is not None:
-            row = _parse_int(rec[i_row], p, line_no, "row")
+            row = _parse_int(rec[i_row], src, line_no, "row")
             if row_of is not None and i_id is not None and ids is not None:
                 given = rec[i_id].strip()
                 if 0 <= row < len(ids) and given and id_key(ids[row]) != id_key(given):
                     raise LabelwiseError(
-                        f"--labels: {p} line {line_no}: row {row} has id {ids[row]!r}, "
+                        f"{what}: {p} line {line_no}: row {row} has id {ids[row]!r}, "
                         f"but the file says {given!r}; is the file from another pile?"
                     )
         else:
@@ -365,7 +384,7 @@ def read_labels_csv(
                 continue
             if id_key(name) in twice:
                 raise LabelwiseError(
-                    f"--labels: {p} line {line_no}: id {name!r} names rows "
+                    f"{what}: {p} line {line_no}: id {name!r} names rows "
                     f"{twice[id_key(name)]} of the pile (their ids differ only in '/' vs '\\' "
                     "or in Unicode form); give a 'row' column"
                 )
@@ -373,19 +392,19 @@ def read_labels_csv(
         rows.append(row)
         raw = rec[i_val].strip()
         if raw == "":
-            raise LabelwiseError(f"--labels: {p} line {line_no} has an empty {kind}")
+            raise LabelwiseError(f"{what}: {p} line {line_no} has an empty {kind}")
         if kind != "label":  # with ';' or tab between fields a comma is the decimal mark
             vals.append(
-                _parse_float(raw if sep == "," else raw.replace(",", "."), p, line_no, kind)
+                _parse_float(raw if sep == "," else raw.replace(",", "."), src, line_no, kind)
             )
         elif i_class is not None:
-            vals.append(_class_column(rec, i_val, i_class, p, line_no, classes, index_of))
+            vals.append(_class_column(rec, i_val, i_class, src, line_no, classes, index_of))
         elif index_of is not None and raw in index_of:
             as_index = _as_int(raw)
             assert classes is not None
             if as_index is not None and as_index != index_of[raw] and 0 <= as_index < len(index_of):
                 raise LabelwiseError(
-                    f"--labels: {p} line {line_no}: label {raw!r} is ambiguous: the class named "
+                    f"{what}: {p} line {line_no}: label {raw!r} is ambiguous: the class named "
                     f"{raw!r} is class {index_of[raw]}, but {raw} is also the index of class "
                     f"{classes[as_index]!r} (class names that are numbers); put class names in a "
                     "'class' column instead of 'label', or keep 'label' (indices) and add "
@@ -393,11 +412,11 @@ def read_labels_csv(
                 )
             vals.append(index_of[raw])
         else:
-            vals.append(_parse_label(raw, p, line_no, classes))
+            vals.append(_parse_label(raw, src, line_no, classes))
     if unknown:
         shown = ", ".join(f"{name!r} (line {n})" for n, name in unknown[:5])
         raise LabelwiseError(
-            f"--labels: {p} names {len(unknown)} ids that are not rows of the pile: {shown}"
+            f"{what}: {p} names {len(unknown)} ids that are not rows of the pile: {shown}"
             f"{', ...' if len(unknown) > 5 else ''}; ids are the capture's ids.txt, e.g. "
             f"{', '.join(repr(i) for i in list(ids or [])[:3])}"
         )
@@ -405,7 +424,7 @@ def read_labels_csv(
     uniq, counts = np.unique(r, return_counts=True)
     if (counts > 1).any():
         raise LabelwiseError(
-            f"--labels: {p} labels these rows more than once: {uniq[counts > 1][:10].tolist()}"
+            f"{what}: {p} labels these rows more than once: {uniq[counts > 1][:10].tolist()}"
         )
     return r, kind, np.asarray(vals, dtype=np.int64 if kind == "label" else np.float64)
 
@@ -467,7 +486,7 @@ def _class_column(
     rec: list[str],
     i_label: int,
     i_class: int,
-    path: Path,
+    path: str,
     line_no: int,
     classes: Sequence[str] | None,
     index_of: dict[str, int] | None,
@@ -484,42 +503,42 @@ def _class_column(
     k = _as_int(raw)
     if k is None or not 0 <= k < len(classes):
         raise LabelwiseError(
-            f"--labels: {path} line {line_no}: beside a 'class' column, 'label' must be a class "
+            f"{path} line {line_no}: beside a 'class' column, 'label' must be a class "
             f"index in [0, {len(classes)}), got {raw!r}"
         )
     if name and name != classes[k]:
         raise LabelwiseError(
-            f"--labels: {path} line {line_no}: label {k} is the class {classes[k]!r}, but the "
+            f"{path} line {line_no}: label {k} is the class {classes[k]!r}, but the "
             f"'class' column says {name!r}; fix one of them"
         )
     return k
 
 
-def _parse_label(text: str, path: Path, line_no: int, classes: Sequence[str] | None) -> int:
+def _parse_label(text: str, path: str, line_no: int, classes: Sequence[str] | None) -> int:
     """A class index; with ``classes``, an unknown name is an error listing known ones."""
     try:
         return _parse_int(text, path, line_no, "label")
     except LabelwiseError:
         if classes is None:
             raise LabelwiseError(
-                f"--labels: {path} line {line_no}: label must be an integer (a class index), got "
+                f"{path} line {line_no}: label must be an integer (a class index), got "
                 f"{text!r}; "
                 "to label by class name give the names: --classes FILE (one name per line)"
             ) from None
     raise _unknown_class(text, path, line_no, classes)
 
 
-def _unknown_class(text: str, path: Path, line_no: int, classes: Sequence[str]) -> LabelwiseError:
+def _unknown_class(text: str, path: str, line_no: int, classes: Sequence[str]) -> LabelwiseError:
     """The error for a label that names no class, listing close or known names."""
     close = difflib.get_close_matches(text, list(classes), n=3)
     known = close or list(classes[:5])
     more = "" if close or len(classes) <= 5 else f", ... ({len(classes)} classes)"
     shown = ", ".join(repr(k) for k in known)
     hint = f"did you mean {shown}?" if close else f"known names: {shown}{more}"
-    return LabelwiseError(f"--labels: {path} line {line_no}: {text!r} is not a class name; {hint}")
+    return LabelwiseError(f"{path} line {line_no}: {text!r} is not a class name; {hint}")
 
 
-def _parse_int(text: str, path: Path, line_no: int, what: str) -> int:
+def _parse_int(text: str, path: str, line_no: int, what: str) -> int:
     t = text.strip()
     try:
         return int(t)
@@ -530,18 +549,14 @@ def _parse_int(text: str, path: Path, line_no: int, what: str) -> int:
             f = float("nan")
         if np.isfinite(f) and f == int(f):
             return int(f)
-    raise LabelwiseError(
-        f"--labels: {path} line {line_no}: {what} must be an integer, got {text!r}"
-    )
+    raise LabelwiseError(f"{path} line {line_no}: {what} must be an integer, got {text!r}")
 
 
-def _parse_float(text: str, path: Path, line_no: int, what: str) -> float:
+def _parse_float(text: str, path: str, line_no: int, what: str) -> float:
     try:
         v = float(text)
     except ValueError:
         v = float("nan")
     if not np.isfinite(v):
-        raise LabelwiseError(
-            f"--labels: {path} line {line_no}: {what} must be a finite number, got {text!r}"
-        )
+        raise LabelwiseError(f"{path} line {line_no}: {what} must be a finite number, got {text!r}")
     return v

@@ -356,6 +356,8 @@ def _array_pile(kind: str, path: Path, arr: NDArray[Any], info: dict[str, Any], 
         raise LabelwiseError(f"{what}: {path} holds a 0-d array; the first axis must be rows")
     if arr.dtype.kind not in "biuf":
         raise LabelwiseError(f"{what}: {path} must hold real numbers, got dtype {arr.dtype}")
+    if arr.shape[0] == 0:
+        raise LabelwiseError(f"{what}: {path} has no rows (shape {tuple(arr.shape)})")
 
     def read(sel: NDArray[np.int64] | slice) -> NDArray[Any]:
         if isinstance(sel, slice):

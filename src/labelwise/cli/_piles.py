@@ -148,7 +148,7 @@ def read_all_labels(
         if y.dtype.kind not in "iu" and not (y.dtype.kind == "f" and np.all(y == np.round(y))):
             raise LabelwiseError(f"{flag} must hold integer classes")
         return y.astype(np.int64)
-    rows, kind, values = read_labels_csv(path, classes=classes)
+    rows, kind, values = read_labels_csv(path, classes=classes, what=flag)
     if kind != "label":
         raise LabelwiseError(f"{flag}: needs a 'label' column, got '{kind}'")
     n = rows.size if n_rows is None else n_rows

@@ -126,6 +126,8 @@ def cmd_dependability(args: argparse.Namespace) -> int:
         # the occluded class probability is in [0, 1]: rho >= 1 makes every window hot
         raise LabelwiseError(f"--rho must be a class probability in (0, 1), got {args.rho:g}")
     inputs = load_array(args.inputs, "--inputs")
+    if inputs.ndim == 0 or inputs.shape[0] == 0:
+        raise LabelwiseError(f"--inputs: {args.inputs} has no rows (shape {inputs.shape})")
     _check_layout(args, inputs.shape)
     classes = None if args.classes is None else read_classes(args.classes)
     labels = read_all_labels(args.labels, "--labels", inputs.shape[0], classes)

@@ -14,7 +14,7 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_finite_array, check_int
+from .._validation import check_classes_in_range, check_finite_array, check_int
 from ..estimation.estimators import wilson_interval
 from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 from .confusion import weighted_confusion
@@ -135,8 +135,7 @@ def dependability_report(
         raise LabelwiseError(
             f"labels must have one entry per input ({probs.shape[0]}), got {y.size}"
         )
-    if (y < 0).any() or (y >= probs.shape[1]).any():
-        raise LabelwiseError(f"labels must be classes in [0, {probs.shape[1]})")
+    check_classes_in_range(y, int(probs.shape[1]), "labels")
     neuron_k = check_int(neuron_k, "neuron_k", minimum=1)
     pred = probs.argmax(axis=1)
     rep = DependabilityReport()

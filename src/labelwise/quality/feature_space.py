@@ -32,7 +32,14 @@ from numpy.typing import ArrayLike, NDArray
 from .._chunks import check_rows, concat_rows, map_rows, reduce_rows
 from .._contract import JSON_OMIT, Result
 from .._deps import require
-from .._validation import check_band, check_finite_array, check_int, check_magnitude, check_rng
+from .._validation import (
+    check_band,
+    check_classes_in_range,
+    check_finite_array,
+    check_int,
+    check_magnitude,
+    check_rng,
+)
 from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 
 __all__ = [
@@ -421,10 +428,7 @@ def _check_probabilities(
     second = concat_rows([part[2] for part in parts])
     y = _check_labels(labels, "labels")
     _check_same_length(arr, "probabilities", y, "labels")
-    if y.max() >= arr.shape[1]:
-        raise LabelwiseError(
-            f"labels must be < the number of probability columns ({arr.shape[1]}), got {y.max()}"
-        )
+    check_classes_in_range(y, int(arr.shape[1]), "labels")
     return conf, first, second, y, int(arr.shape[1])
 
 

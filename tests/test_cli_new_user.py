@@ -1,0 +1,108 @@
+"""What a new user hits with odd inputs: each test is one case that printed a misleading
+message (or none), run end to end through the CLI or the public API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from labelwise.exceptions import LabelwiseError
+from labelwise.piles import open_pile
+from synthetic import classifier_pile, run_cli
+
+
+@pytest.fixture()
+def pile(tmp_path: Path) -> dict[str, Path]:
+    y, acts, probs = classifier_pile(np.random.default_rng(0), 120, 4, 8)
+    np.save(tmp_path / "acts.npy", acts.astype(np.float32))
+    np.save(tmp_path / "probs.npy", probs.astype(np.float32))
+    np.save(tmp_path / "y.npy", y)
+    return {"dir": tmp_path, "acts": tmp_path / "acts.npy", "probs": tmp_path / "probs.npy"}
+
+
+def test_next_takes_budget_like_select(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'labelwise next DIR --budget 10' (as 'select --budget' is spelled) stopped with
+    'unrecognized arguments: --budget 10'; --budget is now the same as --batch."""
+    camp = pile["dir"] / "camp"
+    code, _, err = run_cli(
+        ["campaign", camp, "--activations", pile["acts"], "--probs", pile["probs"]], capsys
+    )
+    assert code == 0, err
+    code, out, err = run_cli(["next", camp, "--budget", "7"], capsys)
+    assert code == 0, err
+    assert "7 new rows to label" in out
+    with open(camp / "to_label.csv") as fh:
+        assert len(fh.read().splitlines()) == 1 + 7
+
+
+def test_a_zarr_group_names_its_arrays(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A zarr group given where an array is expected said "not a readable zarr array
+    (Invalid value for 'node_type'. Expected 'array'. Got 'group'.)"; it now names the arrays
+    inside to give instead."""
+    zarr = pytest.importorskip("zarr")
+    group = zarr.open_group(str(pile["dir"] / "g.zarr"), mode="w")
+    group.create_array("probs", shape=(120, 4), dtype="f4")[:] = np.load(pile["probs"])
+    code, _, err = run_cli(
+        ["select", "--method", "srs", "--budget", "5", "--probs", pile["dir"] / "g.zarr",
+         "--out", pile["dir"] / "sel"], capsys)  # fmt: skip
+    assert code == 2
+    assert "is a zarr group, not an array; give one of its arrays:" in err
+    assert str(pile["dir"] / "g.zarr" / "probs") in err and "Traceback" not in err
+    code, _, err = run_cli(
+        ["select", "--method", "srs", "--budget", "5", "--probs",
+         pile["dir"] / "g.zarr" / "probs", "--out", pile["dir"] / "sel"], capsys)  # fmt: skip
+    assert code == 0, err
+
+
+def test_a_pile_of_no_rows_says_so(tmp_path: Path) -> None:
+    """open_pile of a (0, 10) array opened, and capture then said 'inputs must have at least
+    one row, got 0' (no path, no flag); the pile now says which file has no rows."""
+    np.save(tmp_path / "e.npy", np.zeros((0, 10), np.float32))
+    with pytest.raises(LabelwiseError, match=r"^path: .*e\.npy has no rows \(shape \(0, 10\)\)"):
+        open_pile(tmp_path / "e.npy")
+
+
+def test_quality_names_the_labels_flag_it_read(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'quality --test-labels t.csv' with a bad CSV said '--labels: t.csv needs a row
+    column': a flag quality does not have. Labels out of range said 'labels must be < the
+    number of probability columns (4), got 7' (which rows?)."""
+    d = pile["dir"]
+    (d / "t.csv").write_text("label\n1\n")
+    rng = np.random.default_rng(1)
+    np.save(d / "tr.npy", rng.integers(0, 4, 120))
+    argv = ["quality", "--train-labels", d / "tr.npy", "--train-features", pile["acts"],
+            "--test-features", pile["acts"], "--test-probs", pile["probs"],
+            "--out", d / "q"]  # fmt: skip
+    code, _, err = run_cli([*argv, "--test-labels", d / "t.csv"], capsys)
+    assert code == 2 and "--test-labels: " in err and "needs a 'row' column" in err
+    assert "--labels:" not in err
+    y = np.load(d / "y.npy")
+    y[[3, 9]] = [7, 4]
+    np.save(d / "bad.npy", y)
+    code, _, err = run_cli([*argv, "--test-labels", d / "bad.npy"], capsys)
+    assert code == 2
+    assert "labels must be classes in [0, 4)" in err and "got [7, 4] at positions [3, 9]" in err
+
+
+def test_dependability_of_an_empty_input_file_says_it_has_no_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'dependability --inputs EMPTY.npy' (0 rows) said '--labels must hold 0 classes, got
+    shape (40,)': it blamed the labels. It now names the inputs file."""
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
+    torch.save(model, str(tmp_path / "m.pt"))
+    np.save(tmp_path / "x.npy", np.zeros((0, 4), np.float32))
+    np.save(tmp_path / "y.npy", np.zeros(40, np.int64))
+    code, _, err = run_cli(
+        ["dependability", "--model", tmp_path / "m.pt", "--inputs", tmp_path / "x.npy",
+         "--labels", tmp_path / "y.npy", "--out", tmp_path / "d"], capsys)  # fmt: skip
+    assert code == 2 and "--inputs: " in err and "x.npy has no rows" in err
