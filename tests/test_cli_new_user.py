@@ -106,3 +106,24 @@ def test_dependability_of_an_empty_input_file_says_it_has_no_rows(
         ["dependability", "--model", tmp_path / "m.pt", "--inputs", tmp_path / "x.npy",
          "--labels", tmp_path / "y.npy", "--out", tmp_path / "d"], capsys)  # fmt: skip
     assert code == 2 and "--inputs: " in err and "x.npy has no rows" in err
+
+
+def test_a_directory_without_a_selection_says_what_to_give(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'estimate /some/dir' and 'rank' on a folder that is no selection said
+    'DIR: /some/dir/selection.json does not exist' (what is that file? what to do?);
+    'select --extend CAMPAIGN' said the same about a campaign. Each now says what the folder
+    holds and what to give."""
+    d = pile["dir"]
+    code, _, err = run_cli(["estimate", d, "--labels", d / "l.csv"], capsys)
+    assert code == 2 and f"DIR {d} holds no selection" in err and "labelwise select" in err
+    code, _, err = run_cli(["rank", d / "nope", "--labels", d / "l.csv"], capsys)
+    assert code == 2 and f"DIR {d / 'nope'} does not exist" in err
+    camp = d / "camp"
+    code, _, err = run_cli(
+        ["campaign", camp, "--activations", pile["acts"], "--probs", pile["probs"]], capsys
+    )
+    assert code == 0, err
+    code, _, err = run_cli(["select", "--extend", camp, "--budget", "3"], capsys)
+    assert code == 2 and f"'labelwise next {camp}'" in err and "holds a campaign" in err

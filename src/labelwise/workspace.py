@@ -136,8 +136,19 @@ class Workspace:
     @classmethod
     def open(cls, directory: str | Path, what: str = "DIR") -> tuple[Workspace, Selection]:
         """The workspace in ``directory`` and its selection (errors if there is none)."""
+        check_directory(directory, what)
         ws = cls(directory)
         file = ws.path / SELECTION
+        if not file.exists():
+            if ws.holds() == "campaign":
+                raise LabelwiseError(
+                    f"{what} {ws.path} holds a campaign, not a selection; a campaign proposes "
+                    f"rows with 'labelwise next {ws.path}'"
+                )
+            raise LabelwiseError(
+                f"{what} {ws.path} holds no selection ({SELECTION} is not there); give the "
+                "directory a 'labelwise select ... --out DIR' wrote"
+            )
         doc = read_json(file, what)
         ws.set_sources(doc, file)
         try:
