@@ -127,3 +127,19 @@ def test_a_directory_without_a_selection_says_what_to_give(
     assert code == 0, err
     code, _, err = run_cli(["select", "--extend", camp, "--budget", "3"], capsys)
     assert code == 2 and f"'labelwise next {camp}'" in err and "holds a campaign" in err
+
+
+def test_a_folder_of_other_arrays_given_as_one_array_says_how_it_was_read(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'--probs FOLDER' (a folder of several .npy files, not one array's chunks) said
+    '--probs: every chunk must have the trailing shape (8,) of acts.npy, probs.npy has shape
+    (120, 4)': chunks of what? It now says the folder was read as one array's chunks and
+    what to give instead."""
+    d = pile["dir"]
+    code, _, err = run_cli(
+        ["select", "--method", "srs", "--budget", "5", "--probs", d, "--out", d / "s"], capsys
+    )
+    assert code == 2
+    assert f"--probs: {d} is a directory, so its .npy files are read as the chunks" in err
+    assert "give a .npy file, a zarr array" in err and "Traceback" not in err

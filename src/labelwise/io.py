@@ -207,7 +207,11 @@ def load_array(path: str | os.PathLike[str], what: str, *, mmap: bool = True) ->
             try:
                 chunks = ChunkedArray.open(p)
             except LabelwiseError as exc:
-                raise LabelwiseError(f"{what}: {exc}") from None
+                raise LabelwiseError(
+                    f"{what}: {p} is a directory, so its .npy files are read as the chunks of "
+                    f"one array (in name order), but {exc}; give a .npy file, a zarr array or "
+                    "a directory holding only one array's chunks"
+                ) from None
             return np.asarray(chunks) if not mmap else chunks
         arr = open_zarr(p, what)
         if not mmap:
