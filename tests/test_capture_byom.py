@@ -413,3 +413,20 @@ def test_a_dataset_of_python_lists_is_read_as_rows(labelled: bool) -> None:
     loader = torch.utils.data.DataLoader(_ListItems(x, labelled), batch_size=7)
     with pytest.raises(LabelwiseError, match=r"Python lists.*Pass the Dataset itself.*tensor"):
         capture(model, loader, progress=False)
+
+
+def test_dask_capture_into_a_file_says_so(tmp_path) -> None:
+    """capture_to_zarr(model, pile, "acts.npy") (an existing file as out_dir) ended in
+    FileExistsError: [Errno 17] File exists (a traceback from mkdir)."""
+    pytest.importorskip("dask.array")
+    zarr = pytest.importorskip("zarr")
+    from labelwise.adapters.dask_capture import capture_to_zarr
+
+    x = _x(20, 8)
+    path = str(tmp_path / "x.zarr")
+    zarr.open_array(path, mode="w", shape=x.shape, chunks=(10, 8), dtype=x.dtype)[:] = x
+    np.save(tmp_path / "a.npy", x)
+    with pytest.raises(LabelwiseError, match=r"out_dir .*a\.npy is a file, not a directory"):
+        capture_to_zarr(_Net().eval(), path, tmp_path / "a.npy")
+    with pytest.raises(LabelwiseError, match=r"a\.npy is a file, not a directory"):
+        capture_to_zarr(_Net().eval(), path, tmp_path / "a.npy" / "cap")

@@ -192,6 +192,12 @@ def capture_to_zarr(
     if rows_per_task is not None:
         check_int(rows_per_task, "rows_per_task", minimum=1)
     out = Path(out_dir)
+    for up in (out, *out.parents):
+        if up.exists() and not up.is_dir():
+            raise LabelwiseError(
+                f"out_dir {out}: {up} is a file, not a directory; give a directory to write "
+                f"{ACTIVATIONS} and {OUTPUTS} into"
+            )
     for name in (ACTIVATIONS, OUTPUTS):
         if (out / name).exists():
             raise LabelwiseError(f"out_dir already holds {out / name}; remove it or pick another")
