@@ -143,3 +143,16 @@ def test_a_folder_of_other_arrays_given_as_one_array_says_how_it_was_read(
     assert code == 2
     assert f"--probs: {d} is a directory, so its .npy files are read as the chunks" in err
     assert "give a .npy file, a zarr array" in err and "Traceback" not in err
+
+
+def test_open_array_of_a_folder_says_how_it_was_read(pile: dict[str, Path]) -> None:
+    """lw.open_array(FOLDER) of a folder holding other arrays said 'every chunk must have the
+    trailing shape ...' (the folder was read as one array's chunks without a word), and a
+    missing path said only 'X does not exist'; both now name the argument and what to give."""
+    import labelwise as lw
+
+    with pytest.raises(LabelwiseError, match=r"^path: .* is a directory, so its \.npy files"):
+        lw.open_array(pile["dir"])
+    with pytest.raises(LabelwiseError, match=r"^path: .*nope does not exist"):
+        lw.open_array(pile["dir"] / "nope")
+    assert lw.open_array(pile["acts"]).shape == (120, 8)

@@ -237,14 +237,13 @@ def open_array(source: Any, name: str = "the dask array") -> Any:
         if p.is_file():
             from .io import load_array
 
-            return load_array(p, str(p))
+            return load_array(p, "path")
         if p.is_dir():
-            from .io import is_zarr_store, open_zarr
+            from .io import load_array
 
-            if is_zarr_store(p):
-                return open_zarr(p, "zarr pile")
-            return ChunkedArray.open(p)
-        raise LabelwiseError(f"{p} does not exist")
+            # a zarr store, or a directory of one array's .npy chunks (the messages say which)
+            return load_array(p, "path")
+        raise LabelwiseError(f"path: {p} does not exist")
     if is_dask(source):
         known_shape(source, name)
         return source
