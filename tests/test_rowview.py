@@ -21,6 +21,7 @@ from labelwise._rowview import RowView
 from labelwise.cli import main
 from labelwise.cli._labelling import LabelSession
 from labelwise.exceptions import LabelwiseError
+from labelwise.piles import open_pile
 from labelwise.workspace import Workspace
 from test_piles import CLASSES, _png_pile
 from test_piles import torch_model as torch_model  # the module's seeded model (a fixture)
@@ -311,3 +312,33 @@ def test_csv_blank_lines_are_no_rows_and_relative_paths_read_against_the_capture
     (cap / "capture.json").write_text(json.dumps({"pile": {"kind": "hdf5", "path": "pile.csv"}}))
     unknown = RowView(ws)
     assert unknown.kind == "none" and "unknown kind 'hdf5'" in unknown.note
+
+
+def test_a_semicolon_csv_pile_is_read_and_shown_by_its_columns(tmp_path: Path) -> None:
+    """A CSV saved by a spreadsheet where ',' is the decimal mark ('a;b;note', '1,5;2;x')
+    was one column 'a;b;note': 'has no numeric column' or 'column 'a;b;c' is not a finite
+    number: '4;5;6''. open_pile and the label page now read its ';' fields (and decimal
+    commas), as the labels reader does."""
+    cap = tmp_path / "cap"
+    cap.mkdir()
+    np.save(cap / "activations.npy", np.zeros((2, 2)))
+    (cap / "pile.csv").write_text("a;b;note\n1,5;2;first\n3;4,25;second, with a comma\n")
+    pile = open_pile(cap / "pile.csv")
+    np.testing.assert_array_equal(pile[:], [[1.5, 2.0], [3.0, 4.25]])
+    (cap / "capture.json").write_text(json.dumps({"pile": {"kind": "csv", "path": "pile.csv"}}))
+    ws = Workspace(tmp_path / "dir")
+    ws.sources = {"activations": {"path": str(cap / "activations.npy")}}
+    view = RowView(ws)
+    assert view.record(1) == (["a", "b", "note"], ["3", "4,25", "second, with a comma"])
+    np.testing.assert_array_equal(view.values(0), [1.5, 2.0])
+
+
+def test_csv_pile_with_a_repeated_column_or_a_short_line_is_refused(tmp_path: Path) -> None:
+    """'x,x' read both columns as the second x ([[2, 2]] for the line '1,2') without a word;
+    a line with a field missing said "column 'c' is not a finite number: ''"."""
+    (tmp_path / "d.csv").write_text("x,x\n1,2\n")
+    with pytest.raises(LabelwiseError, match=r"names the columns \['x'\] more than once"):
+        open_pile(tmp_path / "d.csv")
+    (tmp_path / "r.csv").write_text("a,b,c\n1,2,3\n4,5\n")
+    with pytest.raises(LabelwiseError, match=r"line 3 has 2 fields, the header 3 \(a, b, c\)"):
+        open_pile(tmp_path / "r.csv")

@@ -51,6 +51,7 @@ from numpy.typing import NDArray
 
 from ._deps import require
 from .exceptions import LabelwiseError
+from .io import csv_delimiter
 from .piles import ImageSpec, Pile, open_pile
 from .workspace import CAPTURE, Workspace
 
@@ -267,7 +268,9 @@ class RowView:
             assert self.path is not None
             if self.path.suffix.lower() == ".csv":
                 with open(self.path, encoding="utf-8-sig", newline="") as fh:
-                    reader = csv.reader(fh)
+                    sep = csv_delimiter(fh.readline())  # as open_pile reads it
+                    fh.seek(0)
+                    reader = csv.reader(fh, delimiter=sep)
                     header = [h.strip() for h in next(reader, [])]
                     # the rows open_pile counts: blank lines are no rows
                     body = [r for r in reader if r and any(c.strip() for c in r)]

@@ -311,7 +311,7 @@ def read_labels_csv(
         raise LabelwiseError(f"{what}: {p} does not exist")
     try:
         with open(p, encoding="utf-8-sig", newline="") as fh:  # -sig: spreadsheets write a BOM
-            sep = _delimiter(fh.readline())
+            sep = csv_delimiter(fh.readline())
             reader = csv.reader(fh, delimiter=sep)
             fh.seek(0)
             header = next(reader, None)
@@ -436,8 +436,8 @@ def read_labels_csv(
 CLASS_COLUMN = "class"
 
 
-def _delimiter(header: str) -> str:
-    """The field separator of a labels file, read from its header line: a comma, or the
+def csv_delimiter(header: str) -> str:
+    """The field separator of a labels file or CSV pile, read from its header line: a comma, or the
     semicolon or tab a spreadsheet writes where the comma is the decimal mark (a header
     with no comma but one of those)."""
     if "," not in header:

@@ -45,7 +45,7 @@ from numpy.typing import NDArray
 
 from ._deps import require
 from .exceptions import LabelwiseError, user_stacklevel
-from .io import is_zarr_store, open_zarr
+from .io import csv_delimiter, is_zarr_store, open_zarr
 
 __all__ = ["IMAGE_SUFFIXES", "ImageSpec", "Pile", "open_pile"]
 
@@ -705,23 +705,48 @@ def _open_csv(
 ) -> Pile:
     try:
         with open(path, encoding="utf-8-sig", newline="") as fh:
-            reader = csv.reader(fh)
+            # ';' or tab between fields (a spreadsheet where ',' is the decimal mark), as
+            # the labels reader takes them; then a ',' in a number is its decimal mark
+            sep = csv_delimiter(fh.readline())
+            fh.seek(0)
+            reader = csv.reader(fh, delimiter=sep)
             header = next(reader, None)
             body = [r for r in reader if r and any(c.strip() for c in r)]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except UnicodeDecodeError as exc:
+        raise LabelwiseError(
+            f"{what}: cannot read {path} as UTF-8 ({exc}); save it as UTF-8 (a spreadsheet's "
+            "'CSV UTF-8')"
+        ) from None
+    except (OSError, csv.Error) as exc:
         raise LabelwiseError(f"{what}: cannot read {path} ({exc})") from None
     if not header:
         raise LabelwiseError(f"{what}: {path} is empty; a CSV pile needs a header row")
     header = [h.strip() for h in header]
     if not body:
         raise LabelwiseError(f"{what}: {path} has a header but no rows")
+    twice = sorted({h for h in header if header.count(h) > 1})
+    if twice:
+        raise LabelwiseError(
+            f"{what}: {path} names the columns {twice} more than once; a column is chosen by "
+            "its name, so rename them"
+        )
+    short = next(((r, rec) for r, rec in enumerate(body) if len(rec) < len(header)), None)
+    if short is not None:
+        raise LabelwiseError(
+            f"{what}: {path} line {short[0] + 2} has {len(short[1])} fields, the header "
+            f"{len(header)} ({', '.join(header)}); every line needs a value for every column"
+        )
     where = {name: j for j, name in enumerate(header)}
+
+    def cell(text: str) -> str:
+        text = text.strip()
+        return text if sep == "," else text.replace(",", ".")
 
     def numeric(name: str) -> bool:
         # judged on the whole table, not its first row: most non-empty cells are numbers (an
         # empty cell or a stray 'n/a' is then reported by row and column)
         j = where[name]
-        filled = [c for c in (rec[j].strip() if j < len(rec) else "" for rec in body) if c]
+        filled = [c for c in (cell(rec[j]) for rec in body) if c]
         return bool(filled) and 2 * sum(_is_number(c) for c in filled) >= len(filled)
 
     chosen = _table_columns(path, header, numeric, columns, id_column, what)
@@ -731,7 +756,7 @@ def _open_csv(
     data = np.empty((len(body), len(chosen)), dtype=np.float32)
     for r, rec in enumerate(body):
         for k, j in enumerate(idx):
-            text = rec[j].strip() if j < len(rec) else ""
+            text = cell(rec[j])
             try:
                 v = float(text)
             except ValueError:
