@@ -156,3 +156,24 @@ def test_open_array_of_a_folder_says_how_it_was_read(pile: dict[str, Path]) -> N
     with pytest.raises(LabelwiseError, match=r"^path: .*nope does not exist"):
         lw.open_array(pile["dir"] / "nope")
     assert lw.open_array(pile["acts"]).shape == (120, 8)
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--budget", "0"], "--budget must be >= 1, got 0"),
+        (["--repeats", "0"], "--repeats must be >= 2, got 0"),
+        (["--out", "{file}"], "is a file, not a directory"),
+    ],
+)
+def test_demo_checks_its_options_before_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
+    """'labelwise demo --budget 0' (or --repeats 0, or --out FILE) trained the CNN for 7 s,
+    printed a table header and only then failed; it now fails first, having printed
+    nothing."""
+    (tmp_path / "f").write_text("")
+    argv = [a.replace("{file}", str(tmp_path / "f")) for a in argv]
+    code, out, err = run_cli(["demo", *argv], capsys)
+    assert code == 2 and says in err
+    assert out == ""  # no 'trained a LeNet-style CNN', no table

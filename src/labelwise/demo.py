@@ -11,8 +11,9 @@ import numpy as np
 
 from ._plotting import pyplot, save_figure
 from ._results import Estimate, Selection
+from ._validation import check_int
 from .estimation import estimate
-from .exceptions import DegenerateDataWarning
+from .exceptions import DegenerateDataWarning, LabelwiseError
 from .experiments.study import CampaignSpec, MethodSpec, Population, run_study
 from .io import save_array, write_csv, write_json
 from .workspace import Workspace
@@ -39,10 +40,18 @@ def run_demo(
 ) -> int:
     from .experiments.digits import digits_context
 
+    # the arguments are checked before the CNN is trained (7 s), not after it
+    budget = check_int(budget, "--budget", minimum=1)
+    repeats = check_int(repeats, "--repeats", minimum=2)
+    for up in (out, *out.parents):
+        if up.exists() and not up.is_dir():
+            raise LabelwiseError(f"--out {out}: {up} is a file, not a directory")
     t0 = time.perf_counter()
     ctx = digits_context(shift, mutant=mutant, seed=seed)
     took = time.perf_counter() - t0
     n_pop, truth = len(ctx), ctx.accuracy
+    if budget > n_pop:
+        raise LabelwiseError(f"--budget must be at most the pile's {n_pop} rows, got {budget}")
     print(f"labelwise demo: {ctx.name}")
     print(
         f"  trained a LeNet-style CNN on {ctx.train_labels.size} digits"
