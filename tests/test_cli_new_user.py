@@ -177,3 +177,19 @@ def test_demo_checks_its_options_before_training(
     code, out, err = run_cli(["demo", *argv], capsys)
     assert code == 2 and says in err
     assert out == ""  # no 'trained a LeNet-style CNN', no table
+
+
+@pytest.mark.parametrize("study", ["operational", "comparative", "quality"])
+def test_a_study_checks_its_out_and_jobs_before_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], study: str
+) -> None:
+    """'labelwise study operational --quick --out FILE' ran the study (minutes) and failed
+    only when writing its tables; '--jobs 0' said 'n_jobs must be >= 1' (a name the CLI
+    does not have). Both are now checked before anything runs."""
+    (tmp_path / "f").write_text("")
+    code, out, err = run_cli(["study", study, "--quick", "--out", tmp_path / "f" / "o"], capsys)
+    assert code == 2 and f"--out {tmp_path / 'f' / 'o'}: {tmp_path / 'f'} is a file" in err
+    assert out == ""
+    if study == "operational":
+        code, out, err = run_cli(["study", study, "--quick", "--jobs", "0"], capsys)
+        assert code == 2 and "--jobs must be >= 1, got 0" in err and out == ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -346,3 +347,13 @@ def check_classes_in_range(labels: NDArray[np.int64], n_classes: int, name: str)
             f"{np.flatnonzero(bad)[:5].tolist()}; are the labels of another model or "
             "numbered from 1?"
         )
+
+
+def check_out_dir(out: Any, name: str) -> None:
+    """An error if the output directory ``out`` is a file or lies under one: checked before a
+    long run (training, a study) rather than when its results are written."""
+    p = Path(out)
+    for up in (p, *p.parents):
+        if up.exists() and not up.is_dir():
+            where = "" if up == p else f": {up}"
+            raise LabelwiseError(f"{name} {p}{where} is a file, not a directory")

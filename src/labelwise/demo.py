@@ -11,7 +11,7 @@ import numpy as np
 
 from ._plotting import pyplot, save_figure
 from ._results import Estimate, Selection
-from ._validation import check_int
+from ._validation import check_int, check_out_dir
 from .estimation import estimate
 from .exceptions import DegenerateDataWarning, LabelwiseError
 from .experiments.study import CampaignSpec, MethodSpec, Population, run_study
@@ -43,9 +43,7 @@ def run_demo(
     # the arguments are checked before the CNN is trained (7 s), not after it
     budget = check_int(budget, "--budget", minimum=1)
     repeats = check_int(repeats, "--repeats", minimum=2)
-    for up in (out, *out.parents):
-        if up.exists() and not up.is_dir():
-            raise LabelwiseError(f"--out {out}: {up} is a file, not a directory")
+    check_out_dir(out, "--out")
     t0 = time.perf_counter()
     ctx = digits_context(shift, mutant=mutant, seed=seed)
     took = time.perf_counter() - t0

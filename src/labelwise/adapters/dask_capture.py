@@ -37,7 +37,7 @@ import numpy as np
 
 from .._chunks import _check_block, is_dask, open_array, rows_per_block
 from .._deps import require
-from .._validation import check_int
+from .._validation import check_int, check_out_dir
 from ..exceptions import LabelwiseError
 
 __all__ = ["ZarrCapture", "capture_to_zarr"]
@@ -192,12 +192,7 @@ def capture_to_zarr(
     if rows_per_task is not None:
         check_int(rows_per_task, "rows_per_task", minimum=1)
     out = Path(out_dir)
-    for up in (out, *out.parents):
-        if up.exists() and not up.is_dir():
-            raise LabelwiseError(
-                f"out_dir {out}: {up} is a file, not a directory; give a directory to write "
-                f"{ACTIVATIONS} and {OUTPUTS} into"
-            )
+    check_out_dir(out, "out_dir")
     for name in (ACTIVATIONS, OUTPUTS):
         if (out / name).exists():
             raise LabelwiseError(f"out_dir already holds {out / name}; remove it or pick another")

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .._deps import install_hint
+from .._validation import check_int, check_out_dir
 from ..exceptions import LabelwiseError
 from ..io import write_json
 from ._common import DefaultsHelpFormatter
@@ -97,6 +98,7 @@ def cmd_study_comparative(args: argparse.Namespace) -> int:
         write_outputs,
     )
 
+    check_out_dir(args.out, "--out")  # before the study runs, not when it writes
     config = ComparativeConfig.quick(args.seed) if args.quick else ComparativeConfig(seed=args.seed)
     print(
         f"comparative study ({'quick' if args.quick else 'full'}): sizes "
@@ -125,6 +127,7 @@ def cmd_study_comparative(args: argparse.Namespace) -> int:
 def cmd_study_quality(args: argparse.Namespace) -> int:
     from ..experiments.quality_study import format_quality_table, run_quality_study
 
+    check_out_dir(args.out, "--out")  # before the study runs, not when it writes
     sizes = (100, 300) if args.quick else (100, 300, 700, 1000)
     print(f"quality study ({'quick' if args.quick else 'full'}), seed {args.seed}")
     rows = run_quality_study(seed=args.seed, sizes=sizes)
@@ -166,6 +169,8 @@ def _missing_study(parser: argparse.ArgumentParser) -> int:
 def cmd_study_operational(args: argparse.Namespace) -> int:
     if args.repetitions is not None and args.repetitions < 2:
         raise LabelwiseError(f"--repetitions must be at least 2, got {args.repetitions}")
+    check_int(args.jobs, "--jobs", minimum=1)
+    check_out_dir(args.out, "--out")  # before the study runs, not when it writes
     from ..experiments.operational import (
         PAPER_TABLE1,
         StudyConfig,
