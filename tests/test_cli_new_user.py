@@ -193,3 +193,21 @@ def test_a_study_checks_its_out_and_jobs_before_running(
     if study == "operational":
         code, out, err = run_cli(["study", study, "--quick", "--jobs", "0"], capsys)
         assert code == 2 and "--jobs must be >= 1, got 0" in err and out == ""
+
+
+@pytest.mark.parametrize("flag", [["--batch", "5"], ["--predictions", "{probs}"]])
+def test_label_refuses_campaign_options_on_a_selection(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str], flag: list[str]
+) -> None:
+    """'labelwise label SEL --batch 5' (or --predictions) on a selection started the page
+    and ignored the option without a word (a selection proposes nothing); it is now an
+    error, as --until-halfwidth already was."""
+    sel = pile["dir"] / "sel"
+    code, _, err = run_cli(
+        ["select", "--method", "srs", "--budget", "5", "--probs", pile["probs"], "--out", sel],
+        capsys,
+    )
+    assert code == 0, err
+    argv = [f.replace("{probs}", str(pile["probs"])) for f in flag]
+    code, out, err = run_cli(["label", sel, "--port", "0", *argv], capsys)
+    assert code == 2 and f"{flag[0]} applies to campaigns" in err and out == ""

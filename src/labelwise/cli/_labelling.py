@@ -98,9 +98,10 @@ class LabelSession:
     """Labelling a campaign or a selection directory, one answer at a time.
 
     ``confidence``, ``until_halfwidth`` and ``predictions`` mean what they mean for
-    ``labelwise estimate``; ``batch`` is the size of the "propose more" step (``labelwise
-    next``). Raises :class:`LabelwiseError` if ``directory`` holds neither a campaign nor a
-    selection, or if another process is labelling it. Call :meth:`close` when done.
+    ``labelwise estimate``; ``batch`` (campaigns only; default 20) is the size of the
+    "propose more" step (``labelwise next``); both are errors for a selection. Raises
+    :class:`LabelwiseError` if ``directory`` holds neither a campaign nor a selection, or if
+    another process is labelling it. Call :meth:`close` when done.
     """
 
     def __init__(
@@ -110,7 +111,7 @@ class LabelSession:
         confidence: float = 0.95,
         until_halfwidth: float | None = None,
         predictions: str | Path | None = None,
-        batch: int = 20,
+        batch: int | None = None,
     ) -> None:
         self.path = Path(directory)
         check_directory(self.path)
@@ -120,10 +121,19 @@ class LabelSession:
                 f"DIR {self.path} holds no campaign or selection; start one with 'labelwise "
                 "campaign DIR --activations ...' then 'labelwise next DIR', or 'labelwise select'"
             )
-        if batch < 1:
+        if held == "selection":
+            # a selection proposes nothing and its labels are classes or targets read from
+            # its own sources: these options were ignored without a word
+            for flag, value in (("--batch", batch), ("--predictions", predictions)):
+                if value is not None:
+                    raise LabelwiseError(
+                        f"{flag} applies to campaigns ('labelwise campaign'), not to the "
+                        f"selection in {self.path}; drop it"
+                    )
+        if batch is not None and batch < 1:
             raise LabelwiseError(f"--batch must be a positive integer, got {batch}")
         self.kind = held
-        self.batch = batch
+        self.batch = 20 if batch is None else batch
         self.args = argparse.Namespace(
             confidence=confidence,
             until_halfwidth=until_halfwidth,

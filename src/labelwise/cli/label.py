@@ -67,8 +67,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--batch",
         type=int,
-        default=20,
-        help="campaigns: rows the page proposes when the proposed ones are all labelled",
+        default=None,
+        help="campaigns: rows the page proposes when the proposed ones are all labelled "
+        "[default: 20]",
     )
     p.add_argument(
         "--predictions",
