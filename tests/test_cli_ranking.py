@@ -451,3 +451,24 @@ def test_rank_of_a_ranking_selection_refuses_reordered_predictions(
     idx = json.loads((sel / "selection.json").read_text())["selection"]["indices"]
     preds = np.load(d / "preds.npy")
     np.testing.assert_allclose(acc, (preds[:, idx] == zoo["labels"][idx]).mean(axis=1))
+
+
+def test_rank_notes_labels_of_classes_no_model_predicts(
+    zoo: dict, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Labels numbered from 1 (digit 9 labelled 10) given to 'rank' with class-index
+    predictions (no class count known) were taken as they were: every row labelled 10 counted
+    as wrong for every model, without a word. A note now names the classes no model
+    predicts; labels numbered like the predictions give no note."""
+    sel = tmp_path / "sel"
+    argv = ["select", "--method", "sds", "--budget", "150", "--seed", "2", "--predictions",
+            str(zoo["dir"] / "preds.npy"), "--out", str(sel)]  # fmt: skip
+    assert main(argv) == 0
+    good = _label(sel, zoo["labels"])
+    capsys.readouterr()
+    assert main(["rank", str(sel), "--labels", str(good), "--bootstrap", "200"]) == 0
+    assert "predicted by no model" not in capsys.readouterr().err
+    shifted = _label(sel, zoo["labels"] + 1)
+    assert main(["rank", str(sel), "--labels", str(shifted), "--bootstrap", "200"]) == 0
+    err = capsys.readouterr().err
+    assert "note: --labels: classes [10]" in err and "predicted by no model" in err

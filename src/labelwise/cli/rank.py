@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
     check_model_stack(preds, "--predictions", sel.population_size)
     if args.predictions is not None and recorded and sel.method != "cppi":
         _same_predictions(args.predictions, preds, ws, sel)  # cppi checks its fingerprint
+    _note_unpredicted_classes(labels, preds, ws, sel)
     # Ranking reads every model's prediction at every selected row (and cppi all rows):
     # the (M, N) predictions are loaded whole below (np.asarray), a zarr store included.
     names = None
@@ -145,6 +147,26 @@ def _same_predictions(path: Path, preds: Any, ws: Workspace, sel: Selection) -> 
             f"from ({recorded.get('path')}; {why}): the labels would be matched to other rows "
             "or models. Leave --predictions out to rank the recorded models, or select again "
             "with these predictions"
+        )
+
+
+def _note_unpredicted_classes(labels: Any, preds: Any, ws: Workspace, sel: Selection) -> None:
+    """Warn when, with no class count known (class-index predictions, no class names), the
+    labels hold classes that no model predicts on any row: labels numbered from 1, or of
+    another class list, made every model 0 % accurate without a word."""
+    if preds.ndim != 2 or ws.classes() is not None:
+        return  # probabilities or class names: labels outside the classes are errors
+    lab = np.asarray(labels, dtype=np.int64)
+    unseen = np.setdiff1d(np.unique(lab), np.unique(np.asarray(preds)))
+    if unseen.size:
+        rows = sel.indices[np.isin(lab, unseen)]
+        warnings.warn(
+            f"--labels: classes {unseen[:10].tolist()} (e.g. rows {rows[:5].tolist()}) are "
+            f"predicted by no model on any of the {preds.shape[1]} rows; are the labels "
+            "numbered like the predictions (from 0)? Give the class names with --classes "
+            "FILE to have such labels checked",
+            UserWarning,
+            stacklevel=2,
         )
 
 
