@@ -211,3 +211,16 @@ def test_label_refuses_campaign_options_on_a_selection(
     argv = [f.replace("{probs}", str(pile["probs"])) for f in flag]
     code, out, err = run_cli(["label", sel, "--port", "0", *argv], capsys)
     assert code == 2 and f"{flag[0]} applies to campaigns" in err and out == ""
+
+
+def test_a_folder_of_npy_chunks_as_a_pile_says_to_give_one_array(tmp_path: Path) -> None:
+    """open_pile / 'capture --inputs' of a folder of .npy chunks said only 'the folder holds
+    no images' (the user gave arrays, not images); it now names them and what to give."""
+    (tmp_path / "c").mkdir()
+    for k in range(2):
+        np.save(tmp_path / "c" / f"part-{k}.npy", np.zeros((3, 2), np.float32))
+    with pytest.raises(LabelwiseError, match=r"holds 2 array file\(s\) \(part-0\.npy, part-1"):
+        open_pile(tmp_path / "c")
+    (tmp_path / "e").mkdir()
+    with pytest.raises(LabelwiseError, match=r"holds no images \(.*searched recursively\)$"):
+        open_pile(tmp_path / "e")

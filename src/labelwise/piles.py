@@ -445,9 +445,18 @@ def _open_images(root: Path, spec: ImageSpec, skip_corrupt: bool, what: str) -> 
     image_ops = require("PIL.ImageOps", "reading a folder of images", extra="images")
     files = _image_files(root)
     if not files:
+        arrays = sorted(f.name for f in root.iterdir() if f.suffix.lower() in (".npy", ".npz"))
+        hint = (
+            f"; it holds {len(arrays)} array file(s) ({', '.join(arrays[:3])}"
+            f"{', ...' if len(arrays) > 3 else ''}), but a pile is one array: give one .npy, "
+            ".npz or zarr array (join chunks with np.concatenate, or write them into one zarr "
+            "array when they do not fit in memory)"
+            if arrays
+            else ""
+        )
         raise LabelwiseError(
             f"{what}: the folder {root} holds no images ({', '.join(IMAGE_SUFFIXES)}, "
-            "searched recursively)"
+            f"searched recursively){hint}"
         )
     # ids without surrounding spaces, as the labels reader reads them back (" a.png" -> "a.png")
     ids = [f.relative_to(root).as_posix().strip() for f in files]
