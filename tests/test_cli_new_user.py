@@ -224,3 +224,23 @@ def test_a_folder_of_npy_chunks_as_a_pile_says_to_give_one_array(tmp_path: Path)
     (tmp_path / "e").mkdir()
     with pytest.raises(LabelwiseError, match=r"holds no images \(.*searched recursively\)$"):
         open_pile(tmp_path / "e")
+
+
+def test_import_into_a_regression_campaign_says_to_use_a_csv(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'labelwise import REGRESSION_CAMPAIGN export.json' said 'no class names for DIR:
+    write them to DIR/classes.json', advice that cannot work for a regression model;
+    it now says what 'export' says: label the rows in a CSV (row,target) and estimate."""
+    d = pile["dir"]
+    np.save(d / "pred.npy", np.random.default_rng(0).normal(size=120))
+    camp = d / "reg"
+    code, _, err = run_cli(
+        ["campaign", camp, "--activations", pile["acts"], "--predictions", d / "pred.npy"], capsys
+    )
+    assert code == 0, err
+    assert run_cli(["next", camp, "--batch", "3"], capsys)[0] == 0
+    (d / "ls.json").write_text('[{"labelwise_row": 0, "target": "1.5"}]')
+    code, _, err = run_cli(["import", camp, d / "ls.json"], capsys)
+    assert code == 2 and "holds a regression campaign" in err and "(row,target)" in err
+    assert "classes.json" not in err

@@ -92,17 +92,24 @@ def open_workspace(directory: Path, held: str) -> Workspace:
     return CampaignState.open(directory).ws
 
 
+def check_classification(ws: Workspace, held: str, directory: Path) -> None:
+    """Label Studio tasks from labelwise ask for a class: a regression campaign is an error
+    that says how to label it (export and import say the same)."""
+    if held == "campaign" and not ws.has_source("probs"):
+        raise LabelwiseError(
+            f"DIR {directory} holds a regression campaign; Label Studio tasks from labelwise "
+            "ask for a class (Choices), so label its rows in a CSV (row,target) instead and "
+            f"give it to 'labelwise estimate {directory} --labels FILE'"
+        )
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     held, rows = rows_to_label(args.dir)
     if rows.size == 0:
         hint = f"labelwise next {args.dir}" if held == "campaign" else "labelwise select"
         raise LabelwiseError(f"DIR {args.dir} has no rows waiting for labels; run '{hint}'")
     ws = open_workspace(args.dir, held)
-    if held == "campaign" and not ws.has_source("probs"):
-        raise LabelwiseError(
-            f"DIR {args.dir} holds a regression campaign; Label Studio tasks from labelwise "
-            "ask for a class (Choices), so label its rows in a CSV (row,target) instead"
-        )
+    check_classification(ws, held, args.dir)
     notes: list[str] = []
     tasks, config = label_studio_tasks(
         ws,

@@ -16,7 +16,7 @@ from ..labelstudio import LabelStudioAnswers, class_names, read_label_studio_exp
 from ..workspace import LABELS, Workspace
 from ._common import DefaultsHelpFormatter
 from ._labelling import LOCK_FILE, check_classes, lock_directory, unlock
-from .export import open_workspace, rows_to_label
+from .export import check_classification, open_workspace, rows_to_label
 
 
 def add_parser(sub: Any) -> None:
@@ -107,6 +107,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise LabelwiseError(f"--confidence must be in (0, 1), got {args.confidence}")
     held, waiting = rows_to_label(args.dir)
     ws = open_workspace(args.dir, held)
+    check_classification(ws, held, args.dir)
     names = class_names(ws)
     ans = read_label_studio_export(args.export, names)
     check_ids(ws, ans, args.export)
