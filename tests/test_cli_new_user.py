@@ -244,3 +244,18 @@ def test_import_into_a_regression_campaign_says_to_use_a_csv(
     code, _, err = run_cli(["import", camp, d / "ls.json"], capsys)
     assert code == 2 and "holds a regression campaign" in err and "(row,target)" in err
     assert "classes.json" not in err
+
+
+def test_rank_models_with_every_rows_label_says_to_pass_those_of_the_rows() -> None:
+    """lw.rank_models(preds, labels_of_the_whole_pile, rows=sel.indices) said only 'labels
+    must have one entry per labelled row (10 rows), got 300'; it now says to pass
+    labels[rows] (or to leave rows out)."""
+    import labelwise as lw
+
+    gen = np.random.default_rng(0)
+    preds, truth = gen.integers(0, 3, size=(3, 50)), gen.integers(0, 3, size=50)
+    rows = lw.srs_select(50, 10, rng=0).indices
+    with pytest.raises(LabelwiseError, match=r"got 50: one per pile row\? Pass labels\[rows\]"):
+        lw.rank_models(preds, truth, rows=rows)
+    r = lw.rank_models(preds, truth[rows], rows=rows, rng=0)
+    np.testing.assert_allclose(r.accuracy, (preds[:, rows] == truth[rows]).mean(axis=1))

@@ -104,8 +104,15 @@ def rank_models(
     else:
         r = _check_rows(rows, n_pop)
         if r.size != lab.size:
+            whole = (
+                ": one per pile row? Pass labels[rows] (the labels of the rows, in their "
+                "order), or leave rows out when every row is labelled"
+                if lab.size == n_pop
+                else ""
+            )
             raise LabelwiseError(
                 f"labels must have one entry per labelled row ({r.size} rows), got {lab.size}"
+                f"{whole}"
             )
         sub = pred[:, r]
     names = _check_names(model_names, n_models)
