@@ -22,7 +22,9 @@ Layout (every file written atomically)::
 Beside a captured pile (``labelwise capture --out CAP``) live ``CAP/capture.json`` (its
 ``"pile"`` entry says what the inputs were: kind, path, image root, preprocessing),
 ``CAP/ids.txt`` (one stable id per row: an image's path under the root, or a table's row
-number) and ``CAP/classes.json``. A workspace whose activations came from ``CAP`` finds them
+number), ``CAP/classes.json`` and ``CAP/used_by.json`` (the directories of the selections and
+campaigns made from the capture: a new capture into ``CAP`` refuses to replace arrays that one
+of them records, see :func:`users_of`). A workspace whose activations came from ``CAP`` finds them
 through :meth:`Workspace.capture_dir`.
 
 A directory holds a selection or a campaign, never both.
@@ -33,6 +35,7 @@ The CLI, the demo and (later) campaigns all read and write a selection through
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import zipfile
@@ -72,6 +75,7 @@ IDS = "ids.txt"
 CAPTURE = "capture.json"
 CAPTURE_PROBS = OUTPUT_FILES["softmax"]  # beside capture.json: the model's softmax
 CAPTURE_RAW = OUTPUT_FILES["raw"]  # or its raw outputs ('capture --head raw')
+USED_BY = "used_by.json"  # beside capture.json: the selections and campaigns made from it
 
 
 class Workspace:
@@ -347,6 +351,27 @@ class Workspace:
             },
         )
         self._save_held_classes()
+        self._note_use()
+
+    def _note_use(self) -> None:
+        """Add this directory to ``CAP/used_by.json`` of each capture a source came from, so
+        that a later ``labelwise capture --out CAP`` finds it (:func:`users_of`) wherever it
+        lies. Best effort: a capture directory that cannot be written is left alone."""
+        me = str(self.path.resolve())
+        for key in self.sources:
+            cap = self.source_path(key).parent
+            if not (cap / CAPTURE).is_file():
+                continue
+            file = cap / USED_BY
+            try:
+                known = read_json(file, str(file)) if file.is_file() else []
+            except LabelwiseError:
+                known = []
+            known = [k for k in known if isinstance(k, str)] if isinstance(known, list) else []
+            if me in known:
+                continue
+            with contextlib.suppress(OSError):
+                write_json(file, [*known, me])
 
     def write_to_label(self, rows: NDArray[Any], *, new_from: int = 0) -> Path:
         """``to_label.csv``: order,row,new; rows from position ``new_from`` on have new = 1.
@@ -485,6 +510,8 @@ class Workspace:
             return out
         out = self.path / f"{name}.state.json"
         write_json(out, obj)
+        if name == CAMPAIGN:
+            self._note_use()
         return out
 
     def read_state(self, name: str) -> Any:
@@ -573,6 +600,60 @@ def load_campaign(directory: str | Path) -> tuple[Workspace, Any, dict[str, Any]
             "the campaign again"
         ) from None
     return ws, camp, info
+
+
+def users_of(capture: str | Path, names: Sequence[str]) -> list[tuple[Path, str, list[str]]]:
+    """The selections and campaigns whose recorded sources are the files ``names`` of the
+    capture directory ``capture`` as they are now (the recorded sha256 matches): replacing
+    those files would leave their labels without the arrays they refer to.
+
+    Looked for in ``capture/used_by.json`` (written when a selection or campaign is saved),
+    in the subdirectories of ``capture`` and in those beside it (a project folder holding
+    ``cap/`` and ``sel/``; selections made before ``used_by.json`` existed). Returns
+    ``(directory, "selection" | "campaign", file names)`` in the order found.
+    """
+    cap = Path(capture).resolve()
+    candidates: list[Path] = []
+    file = cap / USED_BY
+    if file.is_file():
+        try:
+            known = read_json(file, str(file))
+        except LabelwiseError:
+            known = []
+        if isinstance(known, list):
+            candidates += [Path(k) for k in known if isinstance(k, str)]
+    for where in (cap, cap.parent):
+        with contextlib.suppress(OSError):
+            candidates += sorted(p for p in where.iterdir() if p.is_dir())
+    found: list[tuple[Path, str, list[str]]] = []
+    seen: set[Path] = set()
+    digests: dict[Path, str] = {}
+    for d in candidates:
+        try:
+            d = d.resolve()
+            if d in seen or not d.is_dir():
+                continue
+            seen.add(d)
+            ws = Workspace(d)
+            kind = ws.holds()
+            if kind is None:
+                continue
+            state = d / (SELECTION if kind == "selection" else f"{CAMPAIGN}.state.json")
+            ws.set_sources(read_json(state, str(state)), state)
+        except (OSError, LabelwiseError):
+            continue  # not readable: not a directory whose labels we can tell apart
+        files = []
+        for key, info in ws.sources.items():
+            path = ws.source_path(key)
+            if path.parent.resolve() != cap or path.name not in names or not path.is_file():
+                continue
+            if path not in digests:
+                digests[path] = file_digest(path)
+            if digests[path] == info.get("sha256"):
+                files.append(path.name)
+        if files:
+            found.append((d, kind, sorted(set(files))))
+    return found
 
 
 def check_directory(directory: str | Path, what: str = "DIR") -> None:

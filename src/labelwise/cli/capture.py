@@ -18,7 +18,7 @@ import numpy as np
 from .._deps import install_hint
 from ..exceptions import LabelwiseError
 from ..io import write_json
-from ..workspace import CAPTURE, CLASSES, IDS
+from ..workspace import CAPTURE, CLASSES, IDS, users_of
 from ._common import DefaultsHelpFormatter
 from ._piles import CLASSES_HELP, add_pile_arguments, open_inputs, read_classes, write_pile_files
 
@@ -90,6 +90,12 @@ def add_parser(sub: Any) -> None:
         help="the pile: .npy, .npz, .csv, .parquet or a folder of images; first axis = rows",
     )
     c.add_argument("--out", type=Path, required=True, help="output directory")
+    c.add_argument(
+        "--force",
+        action="store_true",
+        help="replace arrays in --out that a selection or campaign was made from (its labels "
+        "then no longer refer to arrays that exist)",
+    )
     c.add_argument(
         "--layer",
         default=None,
@@ -230,6 +236,21 @@ def _pile_hint(inputs: Any, message: str) -> str:
     )
 
 
+def _check_not_in_use(out: Path) -> None:
+    """An error if a selection or campaign records arrays in ``out`` as they are now: a new
+    capture would replace them, the selection would refuse the new ones (sha256 differs), and
+    the arrays its labels refer to would be gone."""
+    users = users_of(out, [n for n in CAPTURE_FILES if n.endswith(".npy")])
+    if not users:
+        return
+    named = "; ".join(f"the {kind} in {d} ({', '.join(files)})" for d, kind, files in users)
+    raise LabelwiseError(
+        f"--out {out} holds the arrays that {named} was made from; a new capture would replace "
+        "them and its labels would no longer refer to arrays that exist. Capture into another "
+        "--out (the selection keeps working), or pass --force to replace them anyway"
+    )
+
+
 def _remove_empty(folders: list[Path]) -> None:
     """Remove the folders a failed run created (deepest first) while they are empty: a failed
     capture into a new --out left an empty OUT behind, as if a capture had run."""
@@ -270,6 +291,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise LabelwiseError(f"--out: {out} exists and is not a directory")
     # the folders this run creates (deepest first): removed again if it fails
+    if out.is_dir() and not args.force:
+        _check_not_in_use(out)
     created = list(itertools.takewhile(lambda p: not p.exists(), (out, *out.parents)))
     out.mkdir(parents=True, exist_ok=True)
     # the capture is written into a staging directory inside --out and moved into place only

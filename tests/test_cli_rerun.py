@@ -1,0 +1,73 @@
+"""Re-running a command on existing output loses nothing of the user's (end to end)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from labelwise.cli import main
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))
+    path = tmp_path_factory.mktemp("model") / "model.pt"
+    torch.save(net, str(path))
+    return path
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _capture(model: Path, tmp: Path, name: str, rows: int, seed: int, out: Path) -> list[str]:
+    np.save(tmp / name, np.random.default_rng(seed).normal(size=(rows, 8)).astype(np.float32))
+    return ["capture", "--model", str(model), "--inputs", str(tmp / name), "--out", str(out)]
+
+
+def _arrays(d: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(d.glob("*.npy"))}
+
+
+def test_recapture_refuses_to_replace_the_arrays_a_selection_was_made_from(
+    model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cap, sel = tmp_path / "cap", tmp_path / "sel"
+    first = _capture(model, tmp_path, "a.npy", 60, 1, cap)
+    assert _run(first, capsys)[0] == 0
+    act = str(cap / "activations.npy")
+    argv = ["select", "--method", "srs", "--budget", "10", "--activations", act, "--out", str(sel)]
+    assert _run([*argv, "--seed", "0"], capsys)[0] == 0
+    before = _arrays(cap)
+    again = _capture(model, tmp_path, "b.npy", 80, 2, cap)
+    code, _, err = _run(again, capsys)
+    assert code == 2
+    assert f"the selection in {sel.resolve()}" in err
+    assert "activations.npy" in err and "--force" in err and "another --out" in err
+    assert _arrays(cap) == before
+    # the selection still works on its arrays
+    assert _run(["select", "--extend", str(sel), "--budget", "5"], capsys)[0] == 0
+    # --force replaces them, as asked
+    assert _run([*again, "--force"], capsys)[0] == 0
+    assert np.load(cap / "activations.npy").shape[0] == 80
+    # the selection's arrays are gone now: a capture no longer refuses
+    assert _run(first, capsys)[0] == 0
+
+
+def test_recapture_finds_a_campaign_made_elsewhere(
+    model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cap, camp = tmp_path / "p" / "cap", tmp_path / "far" / "away" / "camp"
+    assert _run(_capture(model, tmp_path, "a.npy", 60, 1, cap), capsys)[0] == 0
+    argv = ["campaign", str(camp), "--activations", str(cap / "activations.npy"), "--seed", "0"]
+    assert _run(argv, capsys)[0] == 0
+    before = _arrays(cap)
+    code, _, err = _run(_capture(model, tmp_path, "b.npy", 70, 2, cap), capsys)
+    assert code == 2 and f"the campaign in {camp.resolve()}" in err
+    assert _arrays(cap) == before
