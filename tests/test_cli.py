@@ -288,11 +288,11 @@ def _selected_rows(d: Path) -> list[int]:
 @pytest.mark.parametrize(
     ("case", "message"),
     [
-        ("unselected", "were not selected"),
+        ("unselected", "that was not selected: row"),
         ("missing", "have no label"),
-        ("unknown_class", "labels must be classes in [0, 10)"),
+        ("unknown_class", "is not a class: the model has 10 classes, 0 to 9"),
         ("duplicate", "more than once"),
-        ("out_of_range", "rows must be in [0, 897)"),
+        ("out_of_range", "is not a row of the pile (rows are 0 to 896)"),
         ("not_integer", "must be an integer"),
     ],
 )

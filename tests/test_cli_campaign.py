@@ -145,7 +145,7 @@ def _bad_row_file(d: Path, y: np.ndarray, case: str) -> Path:
     [
         ("unproposed", "never proposed by this campaign"),
         ("changed", "already recorded with another label"),
-        ("class", "labels must be classes in [0, 4)"),
+        ("class", "line 2: label '4' is not a class: the model has 4 classes"),
         ("target", "every part must use the same column"),
     ],
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import numpy as np
@@ -71,3 +72,49 @@ def test_recapture_finds_a_campaign_made_elsewhere(
     code, _, err = _run(_capture(model, tmp_path, "b.npy", 70, 2, cap), capsys)
     assert code == 2 and f"the campaign in {camp.resolve()}" in err
     assert _arrays(cap) == before
+
+
+@pytest.fixture
+def pile(tmp_path: Path) -> dict[str, Path]:
+    gen = np.random.default_rng(0)
+    np.save(tmp_path / "act.npy", gen.normal(size=(300, 8)).astype(np.float32))
+    np.save(tmp_path / "probs.npy", gen.dirichlet(np.ones(3), 300).astype(np.float32))
+    return {"act": tmp_path / "act.npy", "probs": tmp_path / "probs.npy", "dir": tmp_path}
+
+
+def _rows(d: Path) -> list[int]:
+    with open(d / "to_label.csv", newline="") as fh:
+        return [int(r["row"]) for r in csv.DictReader(fh)]
+
+
+def _labels(path: Path, pairs: list[tuple[int, int]]) -> Path:
+    path.write_text("row,label\n" + "".join(f"{r},{v}\n" for r, v in pairs))
+    return path
+
+
+def test_label_errors_name_the_file_and_its_line(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    d, sel, camp = pile["dir"], pile["dir"] / "sel", pile["dir"] / "camp"
+    src = ["--activations", str(pile["act"]), "--probs", str(pile["probs"])]
+    assert (
+        _run(["select", "--method", "srs", "--budget", "10", *src, "--out", str(sel)], capsys)[0]
+        == 0
+    )
+    assert _run(["campaign", str(camp), *src, "--seed", "0"], capsys)[0] == 0
+    assert _run(["next", str(camp), "--batch", "5"], capsys)[0] == 0
+    for where in (sel, camp):
+        rows = _rows(where)
+        free = next(r for r in range(300) if r not in rows)
+        cases = {
+            "far.csv": ([(rows[0], 1), (5000, 1)], "far.csv line 3: row 5000 is not a row"),
+            "neg.csv": ([(-3, 1)], "neg.csv line 2: row -3 is not a row of the pile"),
+            "other.csv": ([(rows[0], 1), (free, 2)], f"row {free} (line 3)"),
+            "class.csv": ([(rows[0], 1), (rows[1], 7)], "class.csv line 3: label '7' is not a"),
+            "twice.csv": ([(rows[0], 1), (rows[1], 0), (rows[0], 2)], "(lines 2, 4)"),
+        }
+        for name, (pairs, message) in cases.items():
+            code, _, err = _run(
+                ["estimate", str(where), "--labels", str(_labels(d / name, pairs))], capsys
+            )
+            assert code == 2 and message in err, (where.name, name, err)

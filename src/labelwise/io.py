@@ -13,7 +13,7 @@ import json
 import os
 import tempfile
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -284,6 +284,10 @@ def read_labels_csv(
     classes: Sequence[str] | None = None,
     ids: Sequence[str] | None = None,
     what: str = "--labels",
+    n_rows: int | None = None,
+    allowed: Collection[int] | None = None,
+    not_allowed: str = "not selected",
+    n_classes: int | None = None,
 ) -> tuple[NDArray[np.int64], str, NDArray[Any]]:
     """Read ``row,<value>`` (or ``id,<value>``) pairs; ``<value>`` is one of ``label``,
     ``target`` or ``score``.
@@ -302,6 +306,10 @@ def read_labels_csv(
     path): a file without a ``row`` column may name its rows in an ``id`` column instead;
     unknown ids are errors naming them. A file with both columns must agree with ``ids``.
     ``what`` names the file in the messages (a CLI flag, e.g. ``"--test-labels"``).
+    ``n_rows`` (the pile's size): a row outside ``[0, n_rows)`` is an error naming the file and
+    its line; ``allowed`` (e.g. the selected rows): a row not in it is an error naming the
+    file, the lines and rows, and saying that they ``not_allowed``; ``n_classes``: a
+    ``label`` outside ``[0, n_classes)`` is an error naming the file and its line.
     """
     p = Path(path)
     src = f"{what}: {p}"  # what the helpers below name
@@ -368,6 +376,7 @@ def read_labels_csv(
     rows: list[int] = []
     vals: list[Any] = []
     unknown: list[tuple[int, str]] = []
+    outside: list[tuple[int, int]] = []  # (line, row) not in ``allowed``
     for line_no, rec in enumerate(body, start=2):
         if len(rec) <= last:
             raise LabelwiseError(f"{what}: {p} line {line_no} has too few fields: {rec}")
@@ -393,6 +402,13 @@ def read_labels_csv(
                     "or in Unicode form); give a 'row' column"
                 )
             row = row_of[id_key(name)]
+        if n_rows is not None and not 0 <= row < n_rows:
+            raise LabelwiseError(
+                f"{what}: {p} line {line_no}: row {row} is not a row of the pile (rows are 0 "
+                f"to {n_rows - 1}); is the file from another pile?"
+            )
+        if allowed is not None and row not in allowed:
+            outside.append((line_no, row))
         rows.append(row)
         raw = rec[i_val].strip()
         if raw == "":
@@ -417,6 +433,11 @@ def read_labels_csv(
             vals.append(index_of[raw])
         else:
             vals.append(_parse_label(raw, src, line_no, classes))
+        if kind == "label" and n_classes is not None and not 0 <= vals[-1] < n_classes:
+            raise LabelwiseError(
+                f"{what}: {p} line {line_no}: label {raw!r} is not a class: the model has "
+                f"{n_classes} classes, 0 to {n_classes - 1}"
+            )
     if unknown:
         shown = ", ".join(f"{name!r} (line {n})" for n, name in unknown[:5])
         raise LabelwiseError(
@@ -424,11 +445,24 @@ def read_labels_csv(
             f"{', ...' if len(unknown) > 5 else ''}; ids are the capture's ids.txt, e.g. "
             f"{', '.join(repr(i) for i in list(ids or [])[:3])}"
         )
+    if outside:
+        shown = ", ".join(f"row {row} (line {n})" for n, row in outside[:5])
+        raise LabelwiseError(
+            f"{what}: {p} labels {len(outside)} "
+            f"{'row that was' if len(outside) == 1 else 'rows that were'} "
+            f"{not_allowed}: {shown}{', ...' if len(outside) > 5 else ''}; remove these lines: "
+            "only the rows given to label count (others would bias the estimate)"
+        )
     r = np.asarray(rows, dtype=np.int64)
     uniq, counts = np.unique(r, return_counts=True)
     if (counts > 1).any():
+        twice_rows = uniq[counts > 1][:5].tolist()
+        shown = "; ".join(
+            f"row {row} (lines {', '.join(str(n) for n, r in enumerate(rows, 2) if r == row)})"
+            for row in twice_rows
+        )
         raise LabelwiseError(
-            f"{what}: {p} labels these rows more than once: {uniq[counts > 1][:10].tolist()}"
+            f"{what}: {p} labels these rows more than once: {shown}; keep one line for each"
         )
     return r, kind, np.asarray(vals, dtype=np.int64 if kind == "label" else np.float64)
 

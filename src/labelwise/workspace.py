@@ -39,7 +39,7 @@ import contextlib
 import hashlib
 import os
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -419,21 +419,46 @@ class Workspace:
         write_labels_csv(out, rows, labels, column=column, classes=self.classes(), ids=ids)
         return out
 
-    def read_label_file(self, path: str | Path) -> tuple[NDArray[np.int64], str, NDArray[Any]]:
+    def read_label_file(
+        self,
+        path: str | Path,
+        *,
+        n_rows: int | None = None,
+        allowed: Collection[int] | None = None,
+        not_allowed: str = "not selected",
+        n_classes: int | None = None,
+    ) -> tuple[NDArray[np.int64], str, NDArray[Any]]:
         """A labels CSV read with this workspace's class names and row ids.
 
         Labels may be class names (:meth:`classes`) and rows may be named by id
-        (:meth:`row_ids`) in an ``id`` column; see :func:`labelwise.io.read_labels_csv`.
+        (:meth:`row_ids`) in an ``id`` column; rows outside ``[0, n_rows)`` or not in
+        ``allowed`` are errors naming the file's lines; see
+        :func:`labelwise.io.read_labels_csv`.
         """
-        return read_labels_csv(path, classes=self.classes(), ids=self.row_ids())
+        return read_labels_csv(
+            path,
+            classes=self.classes(),
+            ids=self.row_ids(),
+            n_rows=n_rows,
+            allowed=allowed,
+            not_allowed=not_allowed,
+            n_classes=n_classes,
+        )
 
-    def read_labels(self, path: str | Path, sel: Selection) -> tuple[str, NDArray[Any]]:
+    def read_labels(
+        self, path: str | Path, sel: Selection, *, n_classes: int | None = None
+    ) -> tuple[str, NDArray[Any]]:
         """The label column's kind and its values in selection order: exactly the selected rows.
 
         Rows outside the pile, labels for rows that were not selected (they would bias the
         estimate) and selected rows without a label are errors that name the rows.
         """
-        rows, kind, values = self.read_label_file(path)
+        rows, kind, values = self.read_label_file(
+            path,
+            n_rows=sel.population_size,
+            allowed=set(sel.indices.tolist()),
+            n_classes=n_classes,
+        )
         n_pop = sel.population_size
         out_of_range = rows[(rows < 0) | (rows >= n_pop)]
         if out_of_range.size:

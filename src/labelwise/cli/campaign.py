@@ -286,7 +286,13 @@ def estimate_campaign(args: argparse.Namespace) -> int:
     st = CampaignState.open(args.dir)
     check_estimate_args(args, st)
     store_classes(st.ws, getattr(args, "classes", None), n_classes=_n_probs(st))
-    rows, kind, values = st.ws.read_label_file(args.labels)
+    rows, kind, values = st.ws.read_label_file(
+        args.labels,
+        n_rows=st.camp.population_size,
+        allowed=set(np.asarray(st.camp.proposed).tolist()),
+        not_allowed="never proposed by this campaign",
+        n_classes=_n_probs(st) if st.camp.task == "classification" else None,
+    )
     est, doc = record_and_estimate(args, st, rows, kind, values)
     if args.json:
         print(dumps(doc, indent=2))

@@ -103,7 +103,7 @@ def selection_estimate(
     """
     if registry.get(sel.method).estimator is None:
         raise LabelwiseError(registry.rank_instead(sel.method, ws.path, args.labels))
-    kind, ordered = ws.read_labels(args.labels, sel)
+    kind, ordered = ws.read_labels(args.labels, sel, n_classes=_n_classes(args, ws))
     scores, metric = _scores(args, ws, sel, kind, ordered)
     est = estimate(sel, scores, confidence=args.confidence, metric=metric)
     doc: dict[str, Any] = {"estimate": est.to_dict(), "selection_method": sel.method}
@@ -165,6 +165,18 @@ def regression_summary(est: Estimate) -> dict[str, Any]:
         "rmse": math.sqrt(max(mse, 0.0)),
         "rmse_interval": [math.sqrt(max(lo, 0.0)), math.sqrt(hi) if hi >= 0 else 0.0],
     }
+
+
+def _n_classes(args: argparse.Namespace, ws: Workspace) -> int | None:
+    """The classes a label may be (--n-classes, else the recorded probabilities' columns), so
+    that the labels file's reader names the line of a label outside them."""
+    if args.n_classes is not None:
+        return int(args.n_classes)
+    if args.predictions is None and ws.has_source("probs"):
+        probs = ws.load_source("probs")
+        if probs.ndim == 2 and probs.shape[1] > 1:
+            return int(probs.shape[1])
+    return None
 
 
 def _scores(
