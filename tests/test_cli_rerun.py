@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import numpy as np
@@ -118,3 +119,39 @@ def test_label_errors_name_the_file_and_its_line(
                 ["estimate", str(where), "--labels", str(_labels(d / name, pairs))], capsys
             )
             assert code == 2 and message in err, (where.name, name, err)
+
+
+def test_report_on_a_selection_labelled_in_part_reports_the_labelled_prefix(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Halfway through labelling: the report is that of the first k rows in selection order
+    (equal to estimating a selection of those k rows), and says that it is partial."""
+    d, sel, small = pile["dir"], pile["dir"] / "sel", pile["dir"] / "small"
+    src = ["--activations", str(pile["act"]), "--probs", str(pile["probs"])]
+    pick = ["select", "--method", "srs", "--seed", "4", *src]
+    assert _run([*pick, "--budget", "6", "--out", str(sel)], capsys)[0] == 0
+    rows = _rows(sel)
+    truth = np.random.default_rng(5).integers(0, 3, size=300)
+    # rows 1-3 in order and the 6th: the report uses the first 3 and says so
+    part = _labels(d / "part.csv", [(r, int(truth[r])) for r in rows[:3] + rows[5:]])
+    code, out, err = _run(
+        ["report", str(sel), "--labels", str(part), "--out", str(d / "r.html")], capsys
+    )
+    assert code == 0, err
+    assert "Partial: 3 of the 6 selected rows are labelled" in out
+    assert "1 label further down the order is not used" in out
+    page = (d / "r.html").read_text()
+    assert 'id="partial"' in page and "Partial: 3 of the 6 selected rows" in page
+    # the same numbers as a selection of those 3 rows, estimated with every label
+    assert _run([*pick, "--budget", "3", "--out", str(small)], capsys)[0] == 0
+    assert _rows(small) == rows[:3]
+    head = _labels(d / "head.csv", [(r, int(truth[r])) for r in rows[:3]])
+    code, out, _ = _run(["estimate", str(small), "--labels", str(head), "--json"], capsys)
+    value = json.loads(out)["value"]
+    assert f"{value:.4f}" in page
+    # the first row unlabelled: an error that names the row to label
+    late = _labels(d / "late.csv", [(r, int(truth[r])) for r in rows[1:4]])
+    code, _, err = _run(
+        ["report", str(sel), "--labels", str(late), "--out", str(d / "r.html")], capsys
+    )
+    assert code == 2 and f"label row {rows[0]} and report again" in err

@@ -68,6 +68,7 @@ class ReportData:
     class_names: tuple[str, ...] | None = None
     labelled: list[dict[str, Any]] = field(default_factory=list)  # one entry per label
     anytime: Estimate | None = None  # a campaign's anytime-valid interval (confidence sequence)
+    partial: str = ""  # a selection labelled in part: what the report covers and what not
 
 
 # ------------------------------------------------------------------------------ numbers
@@ -209,12 +210,22 @@ def _selection_data(
             f"{ws.to_label} (row,label) and give the file with --labels, or 'labelwise "
             "import' a Label Studio export"
         )
-    kind, values = ws.read_labels(path, sel)
+    budget = sel.budget
+    sel, values, kind, partial = _labelled_part(d, ws, sel, path)
     est: Estimate | None = None
     history: list[tuple[int, float, float, float]] = []
     if registry.get(sel.method).estimator is not None:
         scores, metric = selection_scores(ws, sel, kind, values, predictions=predictions)
-        est = estimate_selection(sel, scores, confidence=conf, metric=metric)
+        try:
+            est = estimate_selection(sel, scores, confidence=conf, metric=metric)
+        except LabelwiseError as exc:
+            if not partial:
+                raise
+            raise LabelwiseError(
+                f"DIR {d}: the first {sel.budget} of the {budget} selected rows, labelled, do "
+                f"not give a {sel.method} estimate yet ({exc}); label the rows that follow "
+                f"in {ws.to_label} (from order {sel.budget + 1}) and report again"
+            ) from None
 
         def at(k: int) -> Estimate:
             return estimate_selection(_prefix(sel, k), scores[:k], confidence=conf, metric=metric)
@@ -261,7 +272,8 @@ def _selection_data(
         "interval": est.interval if est is not None else "",
         "confidence": conf,
         "pile size": sel.population_size,
-        "rows selected": sel.budget,
+        "rows selected": budget,
+        "rows in this report": sel.budget,
         "seed": ws.seed,
         **{f"param {k}": v for k, v in sorted(sel.params.items())},
     }
@@ -282,7 +294,55 @@ def _selection_data(
         notes=notes,
         class_names=names,
         labelled=_labelled(sel.indices, values, pred, kind, names, ws.row_ids()),
+        partial=partial,
     )
+
+
+def _labelled_part(
+    d: Path, ws: Workspace, sel: Selection, path: Path
+) -> tuple[Selection, NDArray[Any], str, str]:
+    """The selection's labelled part: the selection itself when every row is labelled, else
+    its longest prefix in selection order whose rows are all labelled, with a sentence saying
+    so ("" when complete).
+
+    A prefix of a selection is the selection that stopping there would have made (what
+    ``select --extend`` continues, and what the estimate-against-labels curve shows), so its
+    estimate is a valid one of fewer rows; labels beyond the first unlabelled row are not
+    used (taking them would pick rows by whether they were labelled). No labelled prefix is
+    an error saying which row to label first.
+    """
+    rows, kind, values = ws.read_label_file(
+        path, n_rows=sel.population_size, allowed=set(sel.indices.tolist())
+    )
+    have = dict(zip(rows.tolist(), values.tolist(), strict=True))
+    done = np.asarray([int(r) in have for r in sel.indices], dtype=bool)
+    k = sel.budget if done.all() else int(np.argmin(done))
+    if k == 0:
+        raise LabelwiseError(
+            f"DIR {d}: {path} labels {len(have)} of the {sel.budget} selected rows but not "
+            f"row {int(sel.indices[0])}, the first in selection order; a report on part of a "
+            f"selection uses its rows labelled in order from the first ({ws.to_label}, column "
+            f"'order'): label row {int(sel.indices[0])} and report again"
+        )
+    part = _prefix(sel, k) if k < sel.budget else sel
+    ordered = np.asarray([have[int(r)] for r in part.indices])
+    if k == sel.budget:
+        return sel, ordered, kind, ""
+    later = int(done[k:].sum())
+    partial = (
+        f"Partial: {k} of the {sel.budget} selected rows are labelled in selection order "
+        f"(order 1 to {k} of {ws.to_label}); this report is that of a selection of those {k} "
+        f"rows. Row {int(sel.indices[k])} (order {k + 1}) has no label yet"
+        + (
+            f"; {later} {'label' if later == 1 else 'labels'} further down the order "
+            f"{'is' if later == 1 else 'are'} not used until it and the rows before are labelled"
+            if later
+            else ""
+        )
+        + f". Label the remaining {sel.budget - int(done.sum())} rows for the report on the "
+        "whole selection."
+    )
+    return part, ordered, kind, partial
 
 
 def _labelled(
@@ -410,6 +470,7 @@ th{background:#f0f3f7}td.n,th.n{text-align:right;font-variant-numeric:tabular-nu
 code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;word-break:break-all}
 img{max-width:100%;height:auto}
 .note{background:#fff8e1;border-left:4px solid #f0b400;padding:6px 10px;margin:6px 0}
+.partial{background:#fdecea;border-left:4px solid #c62828;padding:6px 10px;margin:6px 0}
 """
 
 
@@ -455,6 +516,8 @@ def render(data: ReportData, *, now: _dt.datetime | None = None) -> str:
 def _estimate_section(data: ReportData) -> list[str]:
     est = data.estimate
     out = ['<section id="estimate"><h2>Estimate</h2>']
+    if data.partial:
+        out.append(f'<p id="partial" class="partial"><strong>{_e(data.partial)}</strong></p>')
     if est is None:
         out.append(
             f"<p>A {_e(data.method.get('method'))} selection ranks models: it has no estimate "

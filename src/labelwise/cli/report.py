@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write
-from ..report import build_report
+from ..report import render, report_data
 from ..workspace import check_directory, check_output_file
 from ._common import DefaultsHelpFormatter
 
@@ -48,9 +48,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else args.dir / "report.html"
     # before the report is made; an older report may be replaced, nothing else
     check_output_file(out, args.dir, "--out", suffixes=(".html", ".htm"))
-    page = build_report(
+    data = report_data(
         args.dir, labels=args.labels, predictions=args.predictions, confidence=args.confidence
     )
+    page = render(data)
     atomic_write(out, lambda fh: fh.write(page))
     print(f"wrote {out} ({len(page.encode('utf-8')) / 1024:,.0f} KiB)")
+    if data.partial:
+        print(f"  {data.partial}")
     return 0
