@@ -155,3 +155,40 @@ def test_report_on_a_selection_labelled_in_part_reports_the_labelled_prefix(
         ["report", str(sel), "--labels", str(late), "--out", str(d / "r.html")], capsys
     )
     assert code == 2 and f"label row {rows[0]} and report again" in err
+
+
+def test_force_over_a_labelled_selection_or_campaign_moves_it_aside(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'select --force' / 'campaign --force' over a directory with labels replaced the
+    selection (or the campaign's recorded labels) the labels belong to: the labels.csv left
+    behind named rows of no selection. The old one is now moved aside whole, still usable."""
+    sel, camp = pile["dir"] / "sel", pile["dir"] / "camp"
+    src = ["--activations", str(pile["act"]), "--probs", str(pile["probs"])]
+    pick = ["select", "--method", "srs", "--budget", "6", *src, "--out", str(sel)]
+    assert _run([*pick, "--seed", "0"], capsys)[0] == 0
+    rows = _rows(sel)
+    _labels(sel / "labels.csv", [(r, r % 3) for r in rows])
+    code, first, _ = _run(["estimate", str(sel), "--labels", str(sel / "labels.csv")], capsys)
+    assert code == 0
+    code, out, _ = _run([*pick, "--seed", "1", "--force"], capsys)
+    assert code == 0
+    (aside,) = sel.glob("replaced-*")
+    assert f"with its labels, is now in {aside}" in out
+    assert not (sel / "labels.csv").exists() and _rows(aside) == rows
+    code, again, _ = _run(["estimate", str(aside), "--labels", str(aside / "labels.csv")], capsys)
+    assert code == 0 and again == first.replace(str(sel), str(aside))
+    # without labels, --force just replaces (nothing of the user's to keep)
+    assert _run([*pick, "--seed", "2", "--force"], capsys)[0] == 0
+    assert len(list(sel.glob("replaced-*"))) == 1
+    # a campaign with recorded labels
+    assert _run(["campaign", str(camp), *src, "--seed", "0"], capsys)[0] == 0
+    assert _run(["next", str(camp), "--batch", "5"], capsys)[0] == 0
+    done = _labels(camp / "labels.csv", [(r, r % 3) for r in _rows(camp)])
+    assert _run(["estimate", str(camp), "--labels", str(done), "--json"], capsys)[0] == 0
+    code, out, _ = _run(["campaign", str(camp), *src, "--seed", "0", "--force"], capsys)
+    assert code == 0
+    (aside,) = camp.glob("replaced-*")
+    assert f"with its labels, is now in {aside}" in out
+    code, out, _ = _run(["estimate", str(aside), "--labels", str(aside / "labels.csv")], capsys)
+    assert code == 0 and "5 labelled rows" in out

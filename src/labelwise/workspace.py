@@ -18,6 +18,8 @@ Layout (every file written atomically)::
                          (:meth:`labelwise.Campaign.to_arrays`: strata, features), so each
                          command resumes it without recomputing
     DIR/classes.json     class names (a JSON list, index = class), when the user gave them
+    DIR/replaced-<time>/ a selection or campaign with labels that ``--force`` replaced: its
+                         files, moved aside whole (see :meth:`Workspace.create`)
 
 Beside a captured pile (``labelwise capture --out CAP``) live ``CAP/capture.json`` (its
 ``"pile"`` entry says what the inputs were: kind, path, image root, preprocessing),
@@ -36,8 +38,10 @@ The CLI, the demo and (later) campaigns all read and write a selection through
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import hashlib
 import os
+import shutil
 import zipfile
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -97,6 +101,8 @@ class Workspace:
         self._loaded: dict[str, Any] = {}  # sources read and digest-checked (memmap, zarr)
         self._held_classes: tuple[str, ...] | None = None  # see hold_classes
         self.kind = "selection"
+        self._replacing = False  # create(force=True) over one of the same kind: see _set_aside
+        self.set_aside: Path | None = None  # where the replaced one and its labels went
 
     # ---------------------------------------------------------------------- creating
 
@@ -127,7 +133,41 @@ class Workspace:
             raise LabelwiseError(
                 f"{what} {ws.path} already holds a {kind}; use --force to overwrite"
             )
+        ws._replacing = held == kind
         return ws
+
+    def _set_aside(self) -> None:
+        """Before the first write over a replaced selection or campaign (``create`` with
+        ``force``) that has labels (``labels.csv``, or labels a campaign recorded): move its
+        files into ``DIR/replaced-<UTC time>/``, itself a working selection or campaign
+        directory, so that ``--force`` loses no label and no result those labels gave."""
+        if not self._replacing:
+            return
+        self._replacing = False
+        state = self.path / f"{CAMPAIGN}.state.json"
+        labelled = (self.path / LABELS).is_file()
+        if not labelled and state.is_file():
+            try:
+                labelled = bool(read_json(state, str(state)).get("labels", {}).get("rows"))
+            except (LabelwiseError, AttributeError):
+                labelled = True  # unreadable: keep it rather than guess
+        if not labelled:
+            return
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        aside = self.path / f"replaced-{stamp}"
+        n = 1
+        while aside.exists():
+            n += 1
+            aside = self.path / f"replaced-{stamp}-{n}"
+        aside.mkdir()
+        for name in (SELECTION, TO_LABEL, LABELS, ESTIMATE, RANKING, "report.html"):
+            if (self.path / name).is_file():
+                os.replace(self.path / name, aside / name)
+        for f in self.path.glob("*.state.*"):
+            os.replace(f, aside / f.name)
+        if (self.path / CLASSES).is_file():
+            shutil.copy2(self.path / CLASSES, aside / CLASSES)
+        self.set_aside = aside
 
     def holds(self) -> str | None:
         """``"selection"``, ``"campaign"`` or None: what this directory already holds."""
@@ -340,6 +380,7 @@ class Workspace:
 
     def write_selection(self, sel: Selection, *, new_from: int = 0) -> None:
         """``selection.json`` and ``to_label.csv``; rows from position ``new_from`` on are new."""
+        self._set_aside()
         self.write_to_label(sel.indices, new_from=new_from)
         write_json(
             self.path / SELECTION,
@@ -525,6 +566,7 @@ class Workspace:
         """
         _check_name(name)
         self.path.mkdir(parents=True, exist_ok=True)
+        self._set_aside()
         if isinstance(obj, dict) and obj and all(isinstance(v, np.ndarray) for v in obj.values()):
             out = self.path / f"{name}.state.npz"
 

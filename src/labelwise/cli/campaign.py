@@ -197,6 +197,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     ws.write_to_label(np.zeros(0, dtype=np.int64))
     if names is not None:  # only now: a failed start leaves an older campaign's names
         ws.set_classes(names)
+    if ws.set_aside is not None:
+        print(f"the campaign it replaced, with its labels, is now in {ws.set_aside}")
     resolved = "" if camp.method == args.method else f" ({args.method})"
     strata = np.bincount(np.asarray(camp.strata))
     print(

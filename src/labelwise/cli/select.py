@@ -306,3 +306,5 @@ def _print_selection(sel: Selection, ws: Workspace, *, new_from: int) -> None:
     label = "new rows to label" if new_from else "rows to label first"
     print(f"  {label} ({fresh.size}): {first}{more}")
     print(f"  wrote {ws.to_label} (column new = 1 for these) and {ws.path / 'selection.json'}")
+    if ws.set_aside is not None:
+        print(f"  the selection it replaced, with its labels, is now in {ws.set_aside}")
