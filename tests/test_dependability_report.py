@@ -288,3 +288,24 @@ def test_labels_by_class_name_with_classes(tmp_path, capsys) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "give the names: --classes FILE" in err and "Traceback" not in err
+
+
+def test_a_rerun_does_not_leave_an_earlier_runs_plots_as_its_own(tmp_path, capsys) -> None:
+    """'dependability --out D --perturb ...' then 'dependability --out D' (no --perturb) left
+    the first run's confidence_loss.png beside the second run's dependability.json, which
+    has no confidence loss: the plot looked like the second run's."""
+    from labelwise.cli import main
+
+    _channel_models(tmp_path)
+    base = ["dependability", "--model", str(tmp_path / "chw.pt"), "--inputs",
+            str(tmp_path / "chw.npy"), "--labels", str(tmp_path / "y.npy"),
+            "--out", str(tmp_path / "d")]  # fmt: skip
+    assert main([*base, "--perturb", "noise", "--eps", "0.1"]) == 0, capsys.readouterr().err
+    assert (tmp_path / "d" / "confidence_loss.png").is_file()
+    capsys.readouterr()
+    assert main(base) == 0
+    out = capsys.readouterr().out
+    doc = json.loads((tmp_path / "d" / "dependability.json").read_text())
+    assert "confidence_loss" not in doc["details"]
+    assert not (tmp_path / "d" / "confidence_loss.png").exists()
+    assert "removed confidence_loss.png of an earlier run" in out

@@ -150,10 +150,20 @@ def cmd_dependability(args: argparse.Namespace) -> int:
         written.append("patterns.png")
     written += _model_metrics(args, model, inputs, labels, rep)
     write_json(args.out / "dependability.json", {"layer": cap.layer, **rep.to_dict()})
+    # plots of an earlier run into --out that this run did not make would sit beside this
+    # run's dependability.json as if they were its own (a confidence loss it did not compute)
+    stale = [n for n in _PLOTS if n not in written and (args.out / n).is_file()]
+    for name in stale:
+        (args.out / name).unlink()
     print(f"dependability of {args.model.name} on {labels.size} inputs (layer {cap.layer})\n")
     print(rep.table())
     print(f"\nwrote dependability.json{''.join(', ' + w for w in written)} to {args.out}")
+    if stale:
+        print(f"  removed {', '.join(stale)} of an earlier run (not made by this one)")
     return 0
+
+
+_PLOTS = ("patterns.png", "confidence_loss.png", "interpretation.png")  # what a run may plot
 
 
 def _model_metrics(
