@@ -192,3 +192,21 @@ def test_force_over_a_labelled_selection_or_campaign_moves_it_aside(
     assert f"with its labels, is now in {aside}" in out
     code, out, _ = _run(["estimate", str(aside), "--labels", str(aside / "labels.csv")], capsys)
     assert code == 0 and "5 labelled rows" in out
+
+
+def test_capture_into_a_selection_directory_is_refused(
+    model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'capture --out sel' over a selection removed the selection's classes.json (a capture
+    removes the capture files it does not write): the labels' class names were gone."""
+    cap, sel = tmp_path / "cap", tmp_path / "sel"
+    assert _run(_capture(model, tmp_path, "a.npy", 60, 1, cap), capsys)[0] == 0
+    act = str(cap / "activations.npy")
+    argv = ["select", "--method", "srs", "--budget", "5", "--activations", act, "--out", str(sel)]
+    (tmp_path / "names.txt").write_text("a\nb\nc\n")
+    assert _run([*argv, "--classes", str(tmp_path / "names.txt")], capsys)[0] == 0
+    before = {p.name: p.read_bytes() for p in sel.iterdir()}
+    assert "classes.json" in before
+    code, _, err = _run(_capture(model, tmp_path, "b.npy", 30, 2, sel), capsys)
+    assert code == 2 and "holds a selection; a capture needs its own directory" in err
+    assert {p.name: p.read_bytes() for p in sel.iterdir()} == before

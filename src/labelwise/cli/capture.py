@@ -18,7 +18,7 @@ import numpy as np
 from .._deps import install_hint
 from ..exceptions import LabelwiseError
 from ..io import write_json
-from ..workspace import CAPTURE, CLASSES, IDS, users_of
+from ..workspace import CAPTURE, CLASSES, IDS, Workspace, users_of
 from ._common import DefaultsHelpFormatter
 from ._piles import CLASSES_HELP, add_pile_arguments, open_inputs, read_classes, write_pile_files
 
@@ -291,6 +291,13 @@ def cmd_capture(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise LabelwiseError(f"--out: {out} exists and is not a directory")
     # the folders this run creates (deepest first): removed again if it fails
+    held = Workspace(out).holds() if out.is_dir() else None
+    if held is not None:
+        # its classes.json (and ids.txt) would be replaced or removed by the capture's
+        raise LabelwiseError(
+            f"--out {out} holds a {held}; a capture needs its own directory (its classes.json "
+            "and ids.txt would replace the " + held + "'s): give another --out"
+        )
     if out.is_dir() and not args.force:
         _check_not_in_use(out)
     created = list(itertools.takewhile(lambda p: not p.exists(), (out, *out.parents)))
