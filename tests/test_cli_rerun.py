@@ -210,3 +210,29 @@ def test_capture_into_a_selection_directory_is_refused(
     code, _, err = _run(_capture(model, tmp_path, "b.npy", 30, 2, sel), capsys)
     assert code == 2 and "holds a selection; a capture needs its own directory" in err
     assert {p.name: p.read_bytes() for p in sel.iterdir()} == before
+
+
+def test_a_selection_moved_aside_still_protects_its_capture(
+    model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'select --force' moved a labelled selection to DIR/replaced-<time>/ but did not note
+    it in its capture's used_by.json: once DIR held a selection of another capture, a
+    re-capture into the first one replaced the arrays the moved selection was made from."""
+    cap, cap2, sel = tmp_path / "cap", tmp_path / "cap2", tmp_path / "sel"
+    assert _run(_capture(model, tmp_path, "a.npy", 60, 1, cap), capsys)[0] == 0
+    assert _run(_capture(model, tmp_path, "b.npy", 50, 2, cap2), capsys)[0] == 0
+    pick = ["select", "--method", "srs", "--budget", "6", "--seed", "0", "--out", str(sel)]
+    assert _run([*pick, "--activations", str(cap / "activations.npy")], capsys)[0] == 0
+    _labels(sel / "labels.csv", [(r, r % 3) for r in _rows(sel)])
+    code, first, _ = _run(["estimate", str(sel), "--labels", str(sel / "labels.csv")], capsys)
+    assert code == 0
+    other = [*pick, "--activations", str(cap2 / "activations.npy"), "--force"]
+    assert _run(other, capsys)[0] == 0
+    (aside,) = sel.glob("replaced-*")
+    assert str(aside.resolve()) in json.loads((cap / "used_by.json").read_text())
+    before = _arrays(cap)
+    code, _, err = _run(_capture(model, tmp_path, "c.npy", 70, 3, cap), capsys)
+    assert code == 2 and f"the selection in {aside.resolve()}" in err
+    assert _arrays(cap) == before
+    code, again, _ = _run(["estimate", str(aside), "--labels", str(aside / "labels.csv")], capsys)
+    assert code == 0 and again == first.replace(str(sel), str(aside))

@@ -168,6 +168,14 @@ class Workspace:
         if (self.path / CLASSES).is_file():
             shutil.copy2(self.path / CLASSES, aside / CLASSES)
         self.set_aside = aside
+        # the moved one still refers to its capture's arrays: noted in that capture's
+        # used_by.json, so that a later 'capture' into it refuses to replace them as well
+        moved = Workspace(aside)
+        moved.kind = self.kind
+        state = aside / (SELECTION if (aside / SELECTION).is_file() else f"{CAMPAIGN}.state.json")
+        with contextlib.suppress(OSError, LabelwiseError):
+            moved.set_sources(read_json(state, str(state)), state)
+            moved._note_use()
 
     def holds(self) -> str | None:
         """``"selection"``, ``"campaign"`` or None: what this directory already holds."""
