@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -246,3 +247,30 @@ def test_labels_csv_as_the_other_commands_take_it(
     assert main([*common, *by_csv[:2], "--out", str(tmp_path / "q2")]) == 2
     err = capsys.readouterr().err
     assert "--classes" in err and "capture --inputs" not in err
+
+
+def test_a_rerun_that_cannot_plot_removes_the_earlier_runs_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'quality --out D' re-run where it could not plot (no matplotlib) left the earlier run's
+    quality.png beside the new quality.json, as if it charted this run's distances."""
+    pytest.importorskip("matplotlib")
+    xtr, ytr = blobs(200, 0)
+    xte, yte = blobs(100, 1)
+    arrays = {"tf": xtr, "tl": ytr, "f": xte, "l": yte, "p": probs_of(xte)}
+    for name, arr in arrays.items():
+        np.save(tmp_path / f"{name}.npy", arr)
+    flags = ("--train-features", "--train-labels", "--test-features", "--test-labels")
+    argv = ["quality", "--out", str(tmp_path / "out")]
+    for flag, name in zip((*flags, "--test-probs"), arrays, strict=True):
+        argv += [flag, str(tmp_path / f"{name}.npy")]
+    assert main(argv) == 0
+    assert (tmp_path / "out" / "quality.png").is_file()
+    capsys.readouterr()
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as where it is not installed
+    assert main([*argv, "--radius", "2"]) == 0
+    out = capsys.readouterr().out
+    assert not (tmp_path / "out" / "quality.png").exists()
+    assert "wrote quality.json to" in out
+    assert "removed quality.png of an earlier run (not made by this one)" in out
+    assert json.loads((tmp_path / "out" / "quality.json").read_text())["overall"]["radius"] == 2

@@ -18,6 +18,7 @@ __all__ = [
     "check_probabilities",
     "check_seed",
     "fresh_seed",
+    "remove_earlier_plots",
 ]
 
 
@@ -83,3 +84,18 @@ def default_probs(ws: Any) -> Path | None:
     if found is not None:
         print(f"--probs not given: using {found} (the model's probabilities from the capture)")
     return cast(Path | None, found)
+
+
+def remove_earlier_plots(out: Path, plots: tuple[str, ...], written: list[str]) -> list[str]:
+    """Remove from ``out`` the files of ``plots`` this run did not write (``written``), and
+    return their names: an earlier run's plot left beside this run's results would pass for
+    one of its own (a confidence loss, a quality chart it did not compute)."""
+    stale = [n for n in plots if n not in written and (out / n).is_file()]
+    for name in stale:
+        (out / name).unlink()
+    return stale
+
+
+def earlier_plots_note(stale: list[str]) -> str:
+    """The line that names the plots :func:`remove_earlier_plots` removed."""
+    return f"  removed {', '.join(stale)} of an earlier run (not made by this one)"

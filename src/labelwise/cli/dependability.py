@@ -11,7 +11,7 @@ import numpy as np
 from .._deps import install_hint
 from ..exceptions import LabelwiseError
 from ..io import load_array, write_json
-from ._common import DefaultsHelpFormatter
+from ._common import DefaultsHelpFormatter, earlier_plots_note, remove_earlier_plots
 from ._piles import CLASSES_HELP, read_all_labels, read_classes
 
 # defaults of the options that belong to one metric (None in the parser: given or not)
@@ -152,14 +152,12 @@ def cmd_dependability(args: argparse.Namespace) -> int:
     write_json(args.out / "dependability.json", {"layer": cap.layer, **rep.to_dict()})
     # plots of an earlier run into --out that this run did not make would sit beside this
     # run's dependability.json as if they were its own (a confidence loss it did not compute)
-    stale = [n for n in _PLOTS if n not in written and (args.out / n).is_file()]
-    for name in stale:
-        (args.out / name).unlink()
+    stale = remove_earlier_plots(args.out, _PLOTS, written)
     print(f"dependability of {args.model.name} on {labels.size} inputs (layer {cap.layer})\n")
     print(rep.table())
     print(f"\nwrote dependability.json{''.join(', ' + w for w in written)} to {args.out}")
     if stale:
-        print(f"  removed {', '.join(stale)} of an earlier run (not made by this one)")
+        print(earlier_plots_note(stale))
     return 0
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from .._deps import install_hint
 from ..exceptions import LabelwiseError
 from ..io import load_array, write_json
-from ._common import DefaultsHelpFormatter
+from ._common import DefaultsHelpFormatter, earlier_plots_note, remove_earlier_plots
 from ._piles import CLASSES_HELP, read_all_labels, read_classes
 
 
@@ -95,7 +95,10 @@ def cmd_quality(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(args.out / "quality.json", rep.to_dict())
     plot = plot_quality(rep, args.out / "quality.png")
+    stale = remove_earlier_plots(args.out, ("quality.png",), ["quality.png"] if plot else [])
     print(f"test-set quality: {len(test_y)} test inputs, {len(train_y)} training inputs\n")
     print(rep.table())
     print(f"\nwrote quality.json{', quality.png' if plot else ''} to {args.out}")
+    if stale:
+        print(earlier_plots_note(stale))
     return 0
