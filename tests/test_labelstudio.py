@@ -424,3 +424,31 @@ def test_a_ranking_selection_round_trips_and_points_at_rank(
     assert f"labelwise rank {d} --labels" in out
     code, out, err = run_cli(["rank", d, "--labels", d / "labels.csv"], capsys)
     assert code == 0 and "3 models ranked on 9 labelled rows" in out, err
+
+
+def test_a_rerun_keeps_an_edited_labeling_config(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Re-running 'export' (after 'next') overwrote a label-studio-tasks.config.xml the user
+    had edited (another choice, a layout): it is now kept and the new config written beside
+    it, named; an unedited one is rewritten in place, and the tasks are always the rows
+    waiting now."""
+    d = _campaign(pile, "camp", capsys)
+    _export(d, capsys)
+    config = d / "label-studio-tasks.config.xml"
+    made = config.read_text()
+    # unedited: a re-run rewrites it in place, nothing beside it
+    _export(d, capsys)
+    assert config.read_text() == made and not (d / "label-studio-tasks.config.new.xml").exists()
+    edited = made.replace('<Choice value="bird"/>', '<Choice value="bird"/><Choice value="?"/>')
+    assert edited != made
+    config.write_text(edited)
+    assert run_cli(["next", d, "--batch", "10"], capsys)[0] == 0
+    code, out, err = run_cli(["export", d], capsys)
+    assert code == 0, err
+    assert config.read_text() == edited
+    new = d / "label-studio-tasks.config.new.xml"
+    assert new.read_text() == made
+    assert f"config: {new}" in out and f"kept:   {config}" in out
+    tasks = json.loads((d / "label-studio-tasks.json").read_text())
+    assert [t["data"]["labelwise_row"] for t in tasks] == _to_label(d)

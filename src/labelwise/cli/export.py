@@ -28,8 +28,10 @@ def add_parser(sub: Any) -> None:
             "image root) or the row's values as text, and the row number; its predictions "
             "hold the model's class as a pre-annotation. Beside the task file goes the "
             "matching labeling config (<stem>.config.xml: an Image or Text and a Choices "
-            "control named 'label' with one choice per class name). Import the tasks into a "
-            "Label Studio project with that config, label, export as JSON (or JSON-MIN) and "
+            "control named 'label' with one choice per class name; one edited since an "
+            "earlier export is kept, and the new one written as <stem>.config.new.xml). "
+            "Import the tasks into a Label Studio project with that config, label, export as "
+            "JSON (or JSON-MIN) and "
             "read the export back with 'labelwise import DIR EXPORT.json'."
         ),
         epilog=(
@@ -122,8 +124,13 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"labelwise export: note: {note}", file=sys.stderr)
     out = args.out if args.out is not None else args.dir / "label-studio-tasks.json"
     config_path = out.with_name(f"{out.stem}.config.xml")
-    for path, kind in ((out, (".json",)), (config_path, (".xml",))):
-        check_output_file(path, args.dir, "--out", suffixes=kind)
+    check_output_file(out, args.dir, "--out", suffixes=(".json",))
+    # a config the user edited (more choices, another layout) is theirs: kept, and this
+    # run's config goes beside it; one as an earlier export wrote it is simply rewritten
+    kept = config_path if _differs(config_path, config) else None
+    if kept is not None:
+        config_path = out.with_name(f"{out.stem}.config.new.xml")
+    check_output_file(config_path, args.dir, "--out", suffixes=(".xml",))
     text = dumps(tasks, indent=2)
     atomic_write(out, lambda fh: fh.write(text))
     atomic_write(config_path, lambda fh: fh.write(config))
@@ -132,5 +139,20 @@ def cmd_export(args: argparse.Namespace) -> int:
     print(f"wrote {len(tasks)} Label Studio tasks ({what}{pre}) for the {held} in {args.dir}")
     print(f"  tasks:  {out}")
     print(f"  config: {config_path} (paste into the project's Labeling Interface, Code)")
+    if kept is not None:
+        print(
+            f"  kept:   {kept} (it differs from the config written now, as after an edit: "
+            f"not replaced; compare the two)"
+        )
     print(f"  then:   labelwise import {args.dir} EXPORT.json  (Label Studio's JSON export)")
     return 0
+
+
+def _differs(path: Path, config: str) -> bool:
+    """Whether ``path`` holds a file other than ``config`` (an edited labeling config)."""
+    if not path.is_file() or path.is_symlink():
+        return False  # nothing there, or something check_output_file refuses anyway
+    try:
+        return path.read_text(encoding="utf-8") != config
+    except (OSError, UnicodeDecodeError):
+        return True
