@@ -236,3 +236,25 @@ def test_a_selection_moved_aside_still_protects_its_capture(
     assert _arrays(cap) == before
     code, again, _ = _run(["estimate", str(aside), "--labels", str(aside / "labels.csv")], capsys)
     assert code == 0 and again == first.replace(str(sel), str(aside))
+
+
+def test_a_campaign_moved_aside_still_protects_its_capture(
+    model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same for 'campaign --force' over a campaign with recorded labels."""
+    cap, cap2, camp = tmp_path / "cap", tmp_path / "cap2", tmp_path / "camp"
+    assert _run(_capture(model, tmp_path, "a.npy", 60, 1, cap), capsys)[0] == 0
+    assert _run(_capture(model, tmp_path, "b.npy", 50, 2, cap2), capsys)[0] == 0
+    assert (
+        _run(["campaign", str(camp), "--activations", str(cap / "activations.npy")], capsys)[0] == 0
+    )
+    assert _run(["next", str(camp), "--batch", "5"], capsys)[0] == 0
+    done = _labels(camp / "labels.csv", [(r, r % 3) for r in _rows(camp)])
+    assert _run(["estimate", str(camp), "--labels", str(done)], capsys)[0] == 0
+    again = ["campaign", str(camp), "--activations", str(cap2 / "activations.npy"), "--force"]
+    assert _run(again, capsys)[0] == 0
+    (aside,) = camp.glob("replaced-*")
+    before = _arrays(cap)
+    code, _, err = _run(_capture(model, tmp_path, "c.npy", 70, 3, cap), capsys)
+    assert code == 2 and f"the campaign in {aside.resolve()}" in err
+    assert _arrays(cap) == before
