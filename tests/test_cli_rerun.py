@@ -236,6 +236,11 @@ def test_a_selection_moved_aside_still_protects_its_capture(
     assert _arrays(cap) == before
     code, again, _ = _run(["estimate", str(aside), "--labels", str(aside / "labels.csv")], capsys)
     assert code == 0 and again == first.replace(str(sel), str(aside))
+    # one moved aside before used_by.json noted it is found beside the capture all the same
+    (cap / "used_by.json").write_text(json.dumps([str(sel.resolve())]))
+    code, _, err = _run(_capture(model, tmp_path, "c.npy", 70, 3, cap), capsys)
+    assert code == 2 and f"the selection in {aside.resolve()}" in err
+    assert _arrays(cap) == before
 
 
 def test_a_campaign_moved_aside_still_protects_its_capture(

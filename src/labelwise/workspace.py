@@ -684,7 +684,8 @@ def users_of(capture: str | Path, names: Sequence[str]) -> list[tuple[Path, str,
 
     Looked for in ``capture/used_by.json`` (written when a selection or campaign is saved),
     in the subdirectories of ``capture`` and in those beside it (a project folder holding
-    ``cap/`` and ``sel/``; selections made before ``used_by.json`` existed). Returns
+    ``cap/`` and ``sel/``; selections made before ``used_by.json`` existed), and in their
+    ``replaced-*`` folders (set aside by ``--force`` before that noted them). Returns
     ``(directory, "selection" | "campaign", file names)`` in the order found.
     """
     cap = Path(capture).resolve()
@@ -699,7 +700,9 @@ def users_of(capture: str | Path, names: Sequence[str]) -> list[tuple[Path, str,
             candidates += [Path(k) for k in known if isinstance(k, str)]
     for where in (cap, cap.parent):
         with contextlib.suppress(OSError):
-            candidates += sorted(p for p in where.iterdir() if p.is_dir())
+            near = sorted(p for p in where.iterdir() if p.is_dir())
+            # and what 'select --force' moved aside in them (moved before used_by.json noted it)
+            candidates += near + [r for p in near for r in sorted(p.glob("replaced-*"))]
     found: list[tuple[Path, str, list[str]]] = []
     seen: set[Path] = set()
     digests: dict[Path, str] = {}
