@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 import labelwise as lw
+from labelwise.campaign._estimators import wilson_effective
 from labelwise.ranking import synthetic_zoo
 from labelwise.ranking.synthetic import regime_zoo
 from labelwise.sampling.sds import majority_vote
@@ -418,6 +419,31 @@ def test_intervals_count_the_consensus_errors_of_the_all_agree_rows(rep: int) ->
     agree = (pred == pred[:1]).all(axis=0)[camp.rows]
     assert 0 < np.count_nonzero(pred[0, camp.rows][agree] != y[camp.rows][agree]) <= 4
     assert np.all((r.ci_low <= true) & (true <= r.ci_high))
+
+
+@pytest.mark.parametrize(("n_pop", "n_lab"), [(40, 20), (60, 45), (2000, 40)])
+def test_stratified_interval_of_an_all_agree_pile_is_wilsons_for_its_share(
+    n_pop: int, n_lab: int
+) -> None:
+    """Every model predicts the same class everywhere: all rows are the all-agree stratum, so
+    _stratified_intervals must be Wilson's interval (finite population) for the share of the
+    pile the consensus gets right, ``T_A / N +- N_A (p - lo) / N``. It multiplied the
+    finite-population Wilson limits by the unlabelled rows N_A - n_A instead of N_A: the
+    correction (1 - n/N) twice, so half the half-width at 20 of 40 rows labelled."""
+    gen = np.random.default_rng(n_pop)
+    y = gen.integers(0, 3, n_pop)
+    vote = np.where(gen.random(n_pop) < 0.8, y, (y + 1) % 3)
+    pred = np.repeat(vote[None, :], 6, axis=0)
+    camp = lw.RankingCampaign(pred, rng=0, n_draws=200)
+    while camp.n_labelled < n_lab:
+        rows = camp.propose(5)
+        camp.record(rows, y[rows])
+    right = vote[camp.rows] == y[camp.rows]
+    assert 0 < right.mean() < 1
+    lo, hi = wilson_effective(float(right.mean()), 0.0, n_lab - 1, 0.95, n_lab, population=n_pop)
+    st_low, st_high = camp._stratified_intervals(camp._labelled_correct(), 0.95)
+    np.testing.assert_allclose(st_low, lo, atol=1e-12)
+    np.testing.assert_allclose(st_high, hi, atol=1e-12)
 
 
 @pytest.mark.slow

@@ -604,9 +604,10 @@ class RankingCampaign:
         :meth:`_power`, sandwich variance). The two parts are combined by MOVER (Zou & Donner
         2008, "Construction of confidence limits about effect measures: a general approach",
         Statist. Med. 27(10)): ``low = T / N - sqrt(l_A^2 + l_D^2) / N``, with ``l_A`` from
-        Wilson's interval of ``k_A / n_A`` (finite population ``N_A``; Poisson limits for one
-        or two errors; :func:`labelwise.campaign._estimators.wilson_effective`) and ``l_D`` =
-        ``z sd``. A stratum with no label at all counts its whole unseen mass (``A``: the
+        Wilson's interval of ``k_A / n_A`` for the share right on all of ``A`` (finite population
+        ``N_A``; Poisson limits for one or two errors;
+        :func:`labelwise.campaign._estimators.wilson_effective`), times ``N_A``, and ``l_D`` =
+        ``|U cap D| z sd``. A stratum with no label at all counts its whole unseen mass (``A``: the
         unlabelled rows right or wrong; ``D``: every residual possible).
 
         Why: the all-agree rows are labelled only through the uniform share, and where the
@@ -638,7 +639,9 @@ class RankingCampaign:
                 lo, hi = wilson_effective(
                     float(p_a[k]), 0.0, max(n_a - 1, 1), conf, n_a, population=n_a_pop
                 )
-                l_a[k], h_a[k] = (p_a[k] - lo) * left_a, (hi - p_a[k]) * left_a
+                # limits for the share right on all of A (its finite population already
+                # counted by wilson_effective): the total's error is N_A times theirs
+                l_a[k], h_a[k] = (p_a[k] - lo) * n_a_pop, (hi - p_a[k]) * n_a_pop
         in_d = ~in_a
         n_d = int(in_d.sum())
         left_d = (n_pop - n_a_pop) - n_d
