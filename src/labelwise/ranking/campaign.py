@@ -607,7 +607,8 @@ class RankingCampaign:
         Wilson's interval of ``k_A / n_A`` for the share right on all of ``A`` (finite population
         ``N_A``; Poisson limits for one or two errors;
         :func:`labelwise.campaign._estimators.wilson_effective`), times ``N_A``, and ``l_D`` =
-        ``|U cap D| z sd``. A stratum with no label at all counts its whole unseen mass (``A``: the
+        ``z sd sqrt(N_D |U cap D|)`` (``sd`` the Hajek mean's; the unlabelled rows' own mean
+        varies too). A stratum with no label at all counts its whole unseen mass (``A``: the
         unlabelled rows right or wrong; ``D``: every residual possible).
 
         Why: the all-agree rows are labelled only through the uniform share, and where the
@@ -661,7 +662,10 @@ class RankingCampaign:
             var = ((resid - delta[:, None]) ** 2 @ wd**2) * (n_d / max(n_d - 1, 1))
             var = np.maximum(var, 0.25 / (n_d + 2) ** 2)  # as the pooled sandwich's floor
             total_d = total_d + left_d * delta
-            l_d = h_d = z * np.sqrt(var) * left_d
+            # the total's error |U cap D| (delta - mean over U cap D): the unlabelled rows'
+            # own mean is random too, sd sqrt(N_D / |U cap D|) times that of |U cap D| delta
+            # (n draws from N_D: Var = N_D |U cap D| s^2 / n)
+            l_d = h_d = z * np.sqrt(var) * left_d * np.sqrt((n_pop - n_a_pop) / left_d)
         acc = (total_a + total_d) / n_pop
         low = acc - np.sqrt(l_a**2 + l_d**2) / n_pop
         high = acc + np.sqrt(h_a**2 + h_d**2) / n_pop
