@@ -171,10 +171,8 @@ class Workspace:
         # the moved one still refers to its capture's arrays: noted in that capture's
         # used_by.json, so that a later 'capture' into it refuses to replace them as well
         moved = Workspace(aside)
-        moved.kind = self.kind
-        state = aside / (SELECTION if (aside / SELECTION).is_file() else f"{CAMPAIGN}.state.json")
         with contextlib.suppress(OSError, LabelwiseError):
-            moved.set_sources(read_json(state, str(state)), state)
+            moved._read_held_sources()
             moved._note_use()
 
     def holds(self) -> str | None:
@@ -184,6 +182,16 @@ class Workspace:
         if (self.path / f"{CAMPAIGN}.state.json").is_file():
             return "campaign"
         return None
+
+    def _read_held_sources(self) -> str | None:
+        """What this directory holds (:meth:`holds`), its recorded sources read from the
+        selection's or campaign's file (:meth:`set_sources`); None if it holds neither."""
+        kind = self.holds()
+        if kind is not None:
+            state = self.path / (SELECTION if kind == "selection" else f"{CAMPAIGN}.state.json")
+            self.set_sources(read_json(state, str(state)), state)
+            self.kind = kind
+        return kind
 
     @classmethod
     def open(cls, directory: str | Path, what: str = "DIR") -> tuple[Workspace, Selection]:
@@ -411,16 +419,11 @@ class Workspace:
             cap = self.source_path(key).parent
             if not (cap / CAPTURE).is_file():
                 continue
-            file = cap / USED_BY
-            try:
-                known = read_json(file, str(file)) if file.is_file() else []
-            except LabelwiseError:
-                known = []
-            known = [k for k in known if isinstance(k, str)] if isinstance(known, list) else []
+            known = _used_by(cap)
             if me in known:
                 continue
             with contextlib.suppress(OSError):
-                write_json(file, [*known, me])
+                write_json(cap / USED_BY, [*known, me])
 
     def write_to_label(self, rows: NDArray[Any], *, new_from: int = 0) -> Path:
         """``to_label.csv``: order,row,new; rows from position ``new_from`` on have new = 1.
@@ -502,25 +505,13 @@ class Workspace:
         Rows outside the pile, labels for rows that were not selected (they would bias the
         estimate) and selected rows without a label are errors that name the rows.
         """
+        # rows outside the pile and rows not selected are refused by the reader, by line
         rows, kind, values = self.read_label_file(
             path,
             n_rows=sel.population_size,
             allowed=set(sel.indices.tolist()),
             n_classes=n_classes,
         )
-        n_pop = sel.population_size
-        out_of_range = rows[(rows < 0) | (rows >= n_pop)]
-        if out_of_range.size:
-            raise LabelwiseError(
-                f"--labels: rows must be in [0, {n_pop}), got {out_of_range[:10].tolist()}"
-            )
-        selected = set(sel.indices.tolist())
-        extra = [int(r) for r in rows if int(r) not in selected]
-        if extra:
-            raise LabelwiseError(
-                f"--labels: {len(extra)} labelled rows were not selected, e.g. {extra[:10]}; "
-                "only the selected rows may be used (others would bias the estimate)"
-            )
         have = dict(zip(rows.tolist(), values.tolist(), strict=True))
         missing = [int(r) for r in sel.indices if int(r) not in have]
         if missing:
@@ -689,15 +680,7 @@ def users_of(capture: str | Path, names: Sequence[str]) -> list[tuple[Path, str,
     ``(directory, "selection" | "campaign", file names)`` in the order found.
     """
     cap = Path(capture).resolve()
-    candidates: list[Path] = []
-    file = cap / USED_BY
-    if file.is_file():
-        try:
-            known = read_json(file, str(file))
-        except LabelwiseError:
-            known = []
-        if isinstance(known, list):
-            candidates += [Path(k) for k in known if isinstance(k, str)]
+    candidates = [Path(k) for k in _used_by(cap)]
     for where in (cap, cap.parent):
         with contextlib.suppress(OSError):
             near = sorted(p for p in where.iterdir() if p.is_dir())
@@ -713,11 +696,9 @@ def users_of(capture: str | Path, names: Sequence[str]) -> list[tuple[Path, str,
                 continue
             seen.add(d)
             ws = Workspace(d)
-            kind = ws.holds()
+            kind = ws._read_held_sources()
             if kind is None:
                 continue
-            state = d / (SELECTION if kind == "selection" else f"{CAMPAIGN}.state.json")
-            ws.set_sources(read_json(state, str(state)), state)
         except (OSError, LabelwiseError):
             continue  # not readable: not a directory whose labels we can tell apart
         files = []
@@ -732,6 +713,16 @@ def users_of(capture: str | Path, names: Sequence[str]) -> list[tuple[Path, str,
         if files:
             found.append((d, kind, sorted(set(files))))
     return found
+
+
+def _used_by(capture: Path) -> list[str]:
+    """The directories ``capture/used_by.json`` lists ([] when it is missing or unreadable)."""
+    file = capture / USED_BY
+    try:
+        known = read_json(file, str(file)) if file.is_file() else []
+    except LabelwiseError:
+        return []
+    return [k for k in known if isinstance(k, str)] if isinstance(known, list) else []
 
 
 def check_directory(directory: str | Path, what: str = "DIR") -> None:
