@@ -1288,16 +1288,17 @@ def _tau_mixture(
     mean_q = cov_q @ (s_inv @ y)
     g = floor / np.array([kp[2] for kp in parts.kernels])[kernel]
     wide = g > t2  # the guard: the covariance at tau^2 = g, the mean at tau
-    if wide.any():
-        cov_q[wide] = _posterior_covs(
-            s_inv, _prior_precisions(parts, kernel[wide], g[wide], t1_sq[wide])
-        )
     if contrast_floor > 0 and m - 1 > _FEW_CONTRASTS:
-        # the contrast floor: the covariance of each component with the prior
-        # P + contrast_floor^2 K_2 (cov = P' - P' (S + P')^-1 P'), its mean and weight kept
+        # the contrast floor (with the guard's tau^2): the covariance of each component with
+        # the prior P + contrast_floor^2 K_2 (cov = P' - P' (S + P')^-1 P'), its mean and
+        # weight kept; it replaces every covariance, the guard's too
         c_floor = contrast_floor**2 * parts.kernels[1][0]
         t2_f = np.where(wide, g, t2)
         cov_q = _covs_from_prior(s_q, _floored_priors(parts, kernel, t2_f, t1_sq, c_floor))
+    elif wide.any():
+        cov_q[wide] = _posterior_covs(
+            s_inv, _prior_precisions(parts, kernel[wide], g[wide], t1_sq[wide])
+        )
     fixed = proj @ delta_hat
     level = proj @ sigma @ proj.T
     means = fixed[None, :] + mean_q @ q.T
