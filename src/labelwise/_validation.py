@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import prod
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,23 @@ def check_finite_array(
     if arr.dtype.kind == "f" and arr.size:
         raise_if_nonfinite(arr, name)
     return arr
+
+
+def check_per_input_rows(
+    x: ArrayLike, name: str, *, what: str = "arrays", min_rows: int = 1
+) -> NDArray[Any]:
+    """(N, ...) per-input values as a finite (N, c) array, each row flattened (a view where
+    NumPy can); the rank error says ``(N, n_neurons) or (N, ...) per-input <what>``."""
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as exc:
+        raise LabelwiseError(f"{name} must be a numeric array: {exc}") from None
+    if arr.ndim < 2:
+        raise LabelwiseError(
+            f"{name} must be (N, n_neurons) or (N, ...) per-input {what}, got shape {arr.shape}"
+        )
+    flat = arr.reshape(arr.shape[0], prod(arr.shape[1:]))
+    return check_finite_array(flat, name, ndim=2, min_rows=min_rows)
 
 
 #: Largest magnitude of a score, activation or feature: variances and distances square

@@ -37,7 +37,7 @@ from numpy.typing import ArrayLike, NDArray
 from .._chunks import accumulate_like, check_per_input
 from .._contract import Result
 from .._numba import threads_for
-from .._validation import check_finite_array, check_int
+from .._validation import check_int, check_per_input_rows
 from ..exceptions import LabelwiseError
 
 __all__ = [
@@ -301,17 +301,7 @@ def _check_k_args(n_neurons: Any, k: Any, threshold: Any) -> tuple[int, int, flo
 
 def _as_rows(activations: ArrayLike, *, min_rows: int) -> NDArray[Any]:
     """(N, ...) -> (N, c) view or copy, numeric and finite."""
-    try:
-        arr = np.asarray(activations)
-    except (TypeError, ValueError) as exc:
-        raise LabelwiseError(f"activations must be a numeric array: {exc}") from None
-    if arr.ndim < 2:
-        raise LabelwiseError(
-            f"activations must be (N, n_neurons) or (N, ...) per-input arrays, got shape "
-            f"{arr.shape}"
-        )
-    arr = arr.reshape(arr.shape[0], prod(arr.shape[1:]))
-    return check_finite_array(arr, "activations", ndim=2, min_rows=min_rows)
+    return check_per_input_rows(activations, "activations", min_rows=min_rows)
 
 
 class NeuronKCoverage:

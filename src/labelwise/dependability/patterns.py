@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
-from math import prod
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -35,7 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import _plotting
 from .._contract import Result
-from .._validation import check_finite_array, check_int
+from .._validation import check_int, check_per_input_rows
 from ..exceptions import LabelwiseError
 from .neuron import _check_threshold
 
@@ -156,20 +155,10 @@ def _plain(v: Any) -> Any:
 def _check_pattern_args(
     activations: ArrayLike, groups: ArrayLike | None, gamma: Any, threshold: Any
 ) -> tuple[NDArray[Any], NDArray[Any], int, float]:
-    try:
-        arr = np.asarray(activations)
-    except (TypeError, ValueError) as exc:
-        raise LabelwiseError(f"activations must be a numeric array: {exc}") from None
-    if arr.ndim < 2:
-        raise LabelwiseError(
-            f"activations must be (N, n_neurons) or (N, ...) per-input arrays, got shape "
-            f"{arr.shape}"
-        )
-    x = check_finite_array(
-        arr.reshape(arr.shape[0], prod(arr.shape[1:])), "activations", ndim=2, min_rows=1
-    )
+    x = check_per_input_rows(activations, "activations", min_rows=1)
     if x.shape[1] < 1:
-        raise LabelwiseError(f"activations must have at least one neuron, got shape {arr.shape}")
+        shape = np.shape(activations)
+        raise LabelwiseError(f"activations must have at least one neuron, got shape {shape}")
     gamma = check_int(gamma, "gamma", minimum=1)
     threshold = _check_threshold(threshold)
     if groups is None:

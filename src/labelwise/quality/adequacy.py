@@ -57,7 +57,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._chunks import accumulate_like, check_per_input
 from .._contract import Result, _readonly
-from .._validation import check_finite_array, check_int, check_magnitude
+from .._validation import check_int, check_magnitude, check_per_input_rows
 from ..dependability.neuron import NeuronKCoverage
 from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 
@@ -186,17 +186,7 @@ def _as_layers(activations: Any, name: str, *, min_rows: int) -> list[NDArray[np
         labels = [name]
     layers: list[NDArray[np.float64]] = []
     for x, label in zip(raw, labels, strict=True):
-        try:
-            arr = np.asarray(x)
-        except (TypeError, ValueError) as exc:
-            raise LabelwiseError(f"{label} must be a numeric array: {exc}") from None
-        if arr.ndim < 2:
-            raise LabelwiseError(
-                f"{label} must be (N, n_neurons) or (N, ...) per-input activations, got shape "
-                f"{arr.shape}"
-            )
-        arr = arr.reshape(arr.shape[0], prod(arr.shape[1:]))
-        arr = check_finite_array(arr, label, ndim=2, min_rows=min_rows)
+        arr = check_per_input_rows(x, label, what="activations", min_rows=min_rows)
         check_magnitude(arr, label)
         if arr.shape[1] == 0:
             raise LabelwiseError(f"{label} must have at least one neuron, got shape {arr.shape}")
