@@ -320,20 +320,19 @@ class ActivationProfile:
         """Fold in ``other`` (profiles of disjoint parts of the training set)."""
         if not isinstance(other, ActivationProfile):
             raise LabelwiseError(f"can only merge an ActivationProfile, got {type(other).__name__}")
-        if other.n_inputs == 0:
-            if self.layer_widths is None:
-                self.layer_widths = other.layer_widths
-            elif other.layer_widths is not None and other.layer_widths != self.layer_widths:
-                raise LabelwiseError(
-                    f"profiles must have the same layer widths, got {self.layer_widths} and "
-                    f"{other.layer_widths}"
-                )
-            return self
-        if self.layer_widths is not None and self.layer_widths != other.layer_widths:
+        if (
+            self.layer_widths is not None
+            and other.layer_widths is not None
+            and other.layer_widths != self.layer_widths
+        ):
             raise LabelwiseError(
                 f"profiles must have the same layer widths, got {self.layer_widths} and "
                 f"{other.layer_widths}"
             )
+        if other.n_inputs == 0:
+            if self.layer_widths is None:
+                self.layer_widths = other.layer_widths
+            return self
         self.layer_widths = other.layer_widths
         assert other._min is not None and other._max is not None
         assert other._mean is not None and other._m2 is not None
@@ -360,33 +359,32 @@ class ActivationProfile:
                 "the activation profile must have seen at least one training input"
             )
 
+    def _seen(self, stat: NDArray[np.float64] | None) -> NDArray[np.float64]:
+        """``stat`` (one of the running arrays) once an input was seen, else the error."""
+        self._require()
+        assert stat is not None
+        return stat
+
     @property
     def min(self) -> NDArray[np.float64]:
         """(c,) per-neuron minimum over the training inputs (read-only copy)."""
-        self._require()
-        assert self._min is not None
-        return _readonly(self._min)
+        return _readonly(self._seen(self._min))
 
     @property
     def max(self) -> NDArray[np.float64]:
         """(c,) per-neuron maximum over the training inputs (read-only copy)."""
-        self._require()
-        assert self._max is not None
-        return _readonly(self._max)
+        return _readonly(self._seen(self._max))
 
     @property
     def mean(self) -> NDArray[np.float64]:
         """(c,) per-neuron mean over the training inputs (read-only copy)."""
-        self._require()
-        assert self._mean is not None
-        return _readonly(self._mean)
+        return _readonly(self._seen(self._mean))
 
     @property
     def std(self) -> NDArray[np.float64]:
         """(c,) per-neuron population standard deviation (ddof=0, read-only copy)."""
-        self._require()
-        assert self._m2 is not None
-        return _readonly(np.sqrt(np.maximum(self._m2, 0.0) / self.n_inputs))
+        m2 = self._seen(self._m2)
+        return _readonly(np.sqrt(np.maximum(m2, 0.0) / self.n_inputs))
 
 
 def _as_profile(train: ActivationProfile | Layers) -> ActivationProfile:
