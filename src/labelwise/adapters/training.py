@@ -12,8 +12,8 @@ the functions, so importing this module never imports it.
   model's last ``Linear``;
 * :func:`digits_cnn_class`, :func:`mnist1d_cnn_class`, :func:`regression_mlp_class` -- the
   model classes (built once, on first use), :func:`zoo_model` -- a zoo member;
-* :func:`train_classifier`, :func:`train_regressor`, :func:`classify`, :func:`regress`,
-  :func:`train_zoo_models`, :func:`last_linear` -- the torch side of the experiments.
+* :func:`train_on_arrays`, :func:`classify`, :func:`regress`, :func:`train_zoo_models`,
+  :func:`last_linear` -- the torch side of the experiments.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -160,16 +160,45 @@ def forward_with_activations(
 # --------------------------------------------------------------------------- experiment models
 
 
+class _FeaturesHiddenHead:
+    """``embed`` and ``forward`` of the experiment CNNs (mixed into an ``nn.Module``).
+
+    ``embed(x) = hidden(features(x))``, the last hidden representation (input of ``head``);
+    an input batch of rank ``channelless_rank`` (no channel axis) gets one at axis 1.
+    ``forward(x) = head(embed(x))``, the logits.
+    """
+
+    channelless_rank: int
+    features: Callable[[torch.Tensor], torch.Tensor]
+    hidden: Callable[[torch.Tensor], torch.Tensor]
+    head: Callable[[torch.Tensor], torch.Tensor]
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """The last hidden representation (input of ``head``), shape ``(N, 64)``."""
+        if x.ndim == self.channelless_rank:
+            x = x.unsqueeze(1)
+        return self.hidden(self.features(x))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.embed(x))
+
+
+def _defined_in(cls: type[torch.nn.Module], module: str) -> type[torch.nn.Module]:
+    """``cls`` named as a top-level class of ``module`` (where it is pickled from)."""
+    cls.__module__ = module
+    cls.__qualname__ = cls.__name__
+    return cls
+
+
 @functools.cache
 def digits_cnn_class() -> type[torch.nn.Module]:
     """Create (once) the ``DigitsCNN`` class; kept in a function so torch loads lazily."""
     require_torch("labelwise.experiments.digits")
-    import torch
     from torch import nn
 
     from labelwise.experiments.digits import HIDDEN_SIZE, N_CLASSES
 
-    class DigitsCNN(nn.Module):
+    class DigitsCNN(_FeaturesHiddenHead, nn.Module):
         """LeNet-style CNN for ``1x8x8`` digits with a 64-neuron last hidden layer.
 
         ``conv(1->8, 3x3, pad 1) -> ReLU -> maxpool 2 -> conv(8->16, 3x3, pad 1) -> ReLU
@@ -177,6 +206,8 @@ def digits_cnn_class() -> type[torch.nn.Module]:
         ``features`` and ``hidden`` produce the 64 activations fed to ``head``; inputs may
         be ``(N, 8, 8)`` or ``(N, 1, 8, 8)``. ``forward`` returns logits.
         """
+
+        channelless_rank = 3
 
         def __init__(self, n_classes: int = N_CLASSES) -> None:
             super().__init__()
@@ -192,33 +223,18 @@ def digits_cnn_class() -> type[torch.nn.Module]:
             self.hidden = nn.Sequential(nn.Linear(64, HIDDEN_SIZE), nn.ReLU())
             self.head = nn.Linear(HIDDEN_SIZE, n_classes)
 
-        def embed(self, x: torch.Tensor) -> torch.Tensor:
-            """The last hidden representation (input of ``head``), shape ``(N, 64)``."""
-            if x.ndim == 3:
-                x = x.unsqueeze(1)
-            out: torch.Tensor = self.hidden(self.features(x))
-            return out
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            logits: torch.Tensor = self.head(self.embed(x))
-            return logits
-
-    DigitsCNN.__module__ = "labelwise.experiments.digits"  # where it is pickled from
-    DigitsCNN.__qualname__ = "DigitsCNN"
-    del torch
-    return DigitsCNN
+    return _defined_in(DigitsCNN, "labelwise.experiments.digits")
 
 
 @functools.cache
 def mnist1d_cnn_class() -> type[torch.nn.Module]:
     """Create (once) the ``Mnist1dCNN`` class; kept in a function so torch loads lazily."""
     require_torch("labelwise.experiments.mnist1d")
-    import torch
     from torch import nn
 
     from labelwise.experiments.mnist1d import HIDDEN_SIZE, N_CLASSES, SEQUENCE_LENGTH
 
-    class Mnist1dCNN(nn.Module):
+    class Mnist1dCNN(_FeaturesHiddenHead, nn.Module):
         """1D CNN for length-40 signals with a 64-neuron last hidden layer.
 
         ``conv(1->32, k5, pad 2) -> ReLU -> conv(32->32, k3, pad 1) -> ReLU -> maxpool 2
@@ -227,6 +243,8 @@ def mnist1d_cnn_class() -> type[torch.nn.Module]:
         activations fed to ``head``; inputs may be ``(N, 40)`` or ``(N, 1, 40)``.
         ``forward`` returns logits.
         """
+
+        channelless_rank = 2
 
         def __init__(self, n_classes: int = N_CLASSES) -> None:
             super().__init__()
@@ -246,21 +264,7 @@ def mnist1d_cnn_class() -> type[torch.nn.Module]:
             )
             self.head = nn.Linear(HIDDEN_SIZE, n_classes)
 
-        def embed(self, x: torch.Tensor) -> torch.Tensor:
-            """The last hidden representation (input of ``head``), shape ``(N, 64)``."""
-            if x.ndim == 2:
-                x = x.unsqueeze(1)
-            out: torch.Tensor = self.hidden(self.features(x))
-            return out
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            logits: torch.Tensor = self.head(self.embed(x))
-            return logits
-
-    Mnist1dCNN.__module__ = "labelwise.experiments.mnist1d"  # where it is pickled from
-    Mnist1dCNN.__qualname__ = "Mnist1dCNN"
-    del torch
-    return Mnist1dCNN
+    return _defined_in(Mnist1dCNN, "labelwise.experiments.mnist1d")
 
 
 @functools.cache
@@ -298,10 +302,8 @@ def regression_mlp_class() -> type[torch.nn.Module]:
             out: torch.Tensor = self.head(self.embed(x)).squeeze(-1)
             return out
 
-    RegressionMLP.__module__ = "labelwise.experiments.regression"  # where it is pickled from
-    RegressionMLP.__qualname__ = "RegressionMLP"
     del torch
-    return RegressionMLP
+    return _defined_in(RegressionMLP, "labelwise.experiments.regression")
 
 
 def zoo_model(spec: ModelSpec, length: int) -> torch.nn.Module:
@@ -340,11 +342,12 @@ def zoo_model(spec: ModelSpec, length: int) -> torch.nn.Module:
 # --------------------------------------------------------------------------- experiment runs
 
 
-def train_classifier(
+def train_on_arrays(
     model_factory: Callable[[], torch.nn.Module],
     x: NDArray[np.float32],
-    y: NDArray[np.int64],
+    y: NDArray[np.int64] | NDArray[np.float32],
     *,
+    loss: Literal["cross_entropy", "mse"],
     epochs: int,
     batch_size: int,
     learning_rate: float,
@@ -352,7 +355,8 @@ def train_classifier(
     num_threads: int | None,
     one_cycle: bool,
 ) -> torch.nn.Module:
-    """:func:`fit` with cross-entropy on NumPy inputs already shaped for the model."""
+    """:func:`fit` on NumPy inputs and targets already shaped for the model, with
+    cross-entropy (``loss="cross_entropy"``, class labels) or mean squared error (``"mse"``)."""
     require_torch("labelwise.adapters.training")
     import torch
 
@@ -360,37 +364,7 @@ def train_classifier(
         model_factory,
         torch.from_numpy(np.ascontiguousarray(x)),
         torch.from_numpy(np.ascontiguousarray(y)),
-        torch.nn.CrossEntropyLoss(),
-        epochs=epochs,
-        batch_size=batch_size,
-        learning_rate=learning_rate,
-        seed=seed,
-        num_threads=num_threads,
-        one_cycle=one_cycle,
-    )
-
-
-def train_regressor(
-    model_factory: Callable[[], torch.nn.Module],
-    x: NDArray[np.float32],
-    y: NDArray[np.float32],
-    *,
-    epochs: int,
-    batch_size: int,
-    learning_rate: float,
-    seed: int,
-    num_threads: int | None,
-    one_cycle: bool,
-) -> torch.nn.Module:
-    """:func:`fit` with mean squared error on NumPy inputs and targets."""
-    require_torch("labelwise.adapters.training")
-    import torch
-
-    return fit(
-        model_factory,
-        torch.from_numpy(np.ascontiguousarray(x)),
-        torch.from_numpy(np.ascontiguousarray(y)),
-        torch.nn.MSELoss(),
+        torch.nn.CrossEntropyLoss() if loss == "cross_entropy" else torch.nn.MSELoss(),
         epochs=epochs,
         batch_size=batch_size,
         learning_rate=learning_rate,

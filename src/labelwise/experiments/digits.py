@@ -57,6 +57,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from labelwise._deps import require
+from labelwise.adapters.training import classify, digits_cnn_class, require_torch, train_on_arrays
 from labelwise.exceptions import LabelwiseError
 from labelwise.experiments._context import ClassifierContext
 from labelwise.experiments._lazy import lazy_attributes
@@ -310,18 +311,8 @@ def _parse_mutant(mutant: str | Sequence[tuple[int, int]]) -> tuple[tuple[int, i
 # --------------------------------------------------------------------------- torch
 
 
-def _require_torch() -> None:
-    require("torch", f"this part of {__name__}")
-
-
 # ``DigitsCNN`` is built on first access (not in ``__all__``: a star import must not need torch).
-def _digits_cnn_class() -> type[torch.nn.Module]:
-    from labelwise.adapters.training import digits_cnn_class
-
-    return digits_cnn_class()
-
-
-__getattr__, __dir__ = lazy_attributes(globals(), {"DigitsCNN": _digits_cnn_class})
+__getattr__, __dir__ = lazy_attributes(globals(), {"DigitsCNN": digits_cnn_class})
 
 
 def train_digits_cnn(
@@ -350,9 +341,7 @@ def train_digits_cnn(
     On 898 digits (half of the data) the 30 default epochs take about 0.8 s on 2 CPU
     cores and reach 0.983 accuracy on the other half (0.96-0.98 over seeds).
     """
-    _require_torch()
-    from labelwise.adapters.training import train_classifier
-
+    require_torch(__name__)
     x_np = _as_images(images)
     if x_np.shape[1:] != (8, 8):
         raise LabelwiseError(f"images must have shape (N, 8, 8); got {x_np.shape}")
@@ -365,10 +354,11 @@ def train_digits_cnn(
         raise LabelwiseError("cannot train on zero images")
     if y_np.min() < 0 or y_np.max() >= N_CLASSES:
         raise LabelwiseError(f"labels must be in [0, {N_CLASSES}); got {np.unique(y_np)}")
-    return train_classifier(
-        _digits_cnn_class(),
+    return train_on_arrays(
+        digits_cnn_class(),
         x_np[:, None],
         y_np,
+        loss="cross_entropy",
         epochs=epochs,
         batch_size=batch_size,
         learning_rate=learning_rate,
@@ -382,8 +372,6 @@ def _forward_with_activations(
     model: torch.nn.Module, images: NDArray[np.float32]
 ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
     """One batched ``no_grad`` pass: (input of the last ``Linear``, softmax probabilities)."""
-    from labelwise.adapters.training import classify
-
     return classify(model, images[:, None])
 
 
@@ -451,7 +439,7 @@ def digits_context(
         raise LabelwiseError(f"seed must be a non-negative integer; got {seed!r}")
     seed = int(seed)
     pairs = _parse_mutant(mutant) if mutant is not None else ()
-    _require_torch()
+    require_torch(__name__)
     from sklearn.model_selection import train_test_split
 
     images, labels = load_digit_images()

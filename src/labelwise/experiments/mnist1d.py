@@ -54,6 +54,7 @@ from numpy.typing import ArrayLike, NDArray
 from labelwise._contract import _readonly
 from labelwise._deps import require
 from labelwise._validation import check_int
+from labelwise.adapters.training import mnist1d_cnn_class, require_torch, train_on_arrays
 from labelwise.exceptions import LabelwiseError
 from labelwise.experiments._context import ClassifierContext
 from labelwise.experiments._lazy import lazy_attributes
@@ -155,19 +156,9 @@ def _generate_mnist1d(
 # -------------------------------------------------------------------------------- torch
 
 
-def _require_torch() -> None:
-    require("torch", f"this part of {__name__}")
-
-
 # ``Mnist1dCNN`` is built on first access (not in ``__all__``: a star import must not
 # need torch).
-def _mnist1d_cnn_class() -> type[torch.nn.Module]:
-    from labelwise.adapters.training import mnist1d_cnn_class
-
-    return mnist1d_cnn_class()
-
-
-__getattr__, __dir__ = lazy_attributes(globals(), {"Mnist1dCNN": _mnist1d_cnn_class})
+__getattr__, __dir__ = lazy_attributes(globals(), {"Mnist1dCNN": mnist1d_cnn_class})
 
 
 def train_mnist1d_cnn(
@@ -196,9 +187,7 @@ def train_mnist1d_cnn(
     On 5,000 signals the 20 default epochs take 4.5-5.5 s on one CPU thread and reach
     0.953-0.966 accuracy on 5,000 fresh signals (seeds 0-2).
     """
-    _require_torch()
-    from labelwise.adapters.training import train_classifier
-
+    require_torch(__name__)
     x_np = _as_signals(x)
     y_np = _as_labels(y, "y")
     if y_np.shape[0] != x_np.shape[0]:
@@ -207,10 +196,11 @@ def train_mnist1d_cnn(
         raise LabelwiseError("cannot train on zero signals")
     if y_np.min() < 0 or y_np.max() >= N_CLASSES:
         raise LabelwiseError(f"labels must be in [0, {N_CLASSES}); got {np.unique(y_np)}")
-    return train_classifier(
-        _mnist1d_cnn_class(),
+    return train_on_arrays(
+        mnist1d_cnn_class(),
         x_np[:, None],
         y_np,
+        loss="cross_entropy",
         epochs=epochs,
         batch_size=batch_size,
         learning_rate=learning_rate,
@@ -277,7 +267,7 @@ def mnist1d_context(
         for label in pair:
             if not 0 <= label < N_CLASSES:
                 raise LabelwiseError(f"mutant labels must be in [0, {N_CLASSES}); got {mutant!r}")
-    _require_torch()
+    require_torch(__name__)
 
     x_train, y_train, x_op, y_op = load_mnist1d(n_samples, seed=seed)
     fit_y = swap_labels(y_train, pairs) if pairs else y_train

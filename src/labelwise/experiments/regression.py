@@ -59,6 +59,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from labelwise._deps import require
 from labelwise._validation import check_int
+from labelwise.adapters.training import (
+    regress,
+    regression_mlp_class,
+    require_torch,
+    train_on_arrays,
+)
 from labelwise.estimation import regression_scores
 from labelwise.exceptions import LabelwiseError
 from labelwise.experiments._lazy import lazy_attributes
@@ -224,19 +230,9 @@ def load_friedman1(
 # -------------------------------------------------------------------------------- torch
 
 
-def _require_torch() -> None:
-    require("torch", f"this part of {__name__}")
-
-
 # ``RegressionMLP`` is built on first access (not in ``__all__``: a star import must not
 # need torch).
-def _regression_mlp_class() -> type[torch.nn.Module]:
-    from labelwise.adapters.training import regression_mlp_class
-
-    return regression_mlp_class()
-
-
-__getattr__, __dir__ = lazy_attributes(globals(), {"RegressionMLP": _regression_mlp_class})
+__getattr__, __dir__ = lazy_attributes(globals(), {"RegressionMLP": regression_mlp_class})
 
 
 def train_regression_mlp(
@@ -263,9 +259,7 @@ def train_regression_mlp(
     come within about 0.02 of the noise floor (the best possible 1-MSE,
     about 0.91).
     """
-    _require_torch()
-    from labelwise.adapters.training import train_regressor
-
+    require_torch(__name__)
     x_np = np.array(x, dtype=np.float32, copy=True)
     if x_np.ndim != 2 or x_np.shape[1] < 1:
         raise LabelwiseError(f"x must have shape (N, F); got shape {x_np.shape}")
@@ -278,10 +272,11 @@ def train_regression_mlp(
         raise LabelwiseError("cannot train on zero rows")
     if not (np.all(np.isfinite(x_np)) and np.all(np.isfinite(y_np))):
         raise LabelwiseError("x and y must be finite")
-    return train_regressor(
-        functools.partial(_regression_mlp_class(), x_np.shape[1]),
+    return train_on_arrays(
+        functools.partial(regression_mlp_class(), x_np.shape[1]),
         x_np,
         y_np,
+        loss="mse",
         epochs=epochs,
         batch_size=batch_size,
         learning_rate=learning_rate,
@@ -295,8 +290,6 @@ def _forward_with_activations(
     model: torch.nn.Module, x: NDArray[np.float32]
 ) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
     """One batched ``no_grad`` pass: (input of the last ``Linear``, predictions)."""
-    from labelwise.adapters.training import regress
-
     return regress(model, x)
 
 
@@ -385,7 +378,7 @@ def regression_context(
         raise LabelwiseError(f"unknown shift {shift!r}; expected one of {SHIFTS}")
     seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
     epochs = check_int(epochs, "epochs", minimum=1)
-    _require_torch()
+    require_torch(__name__)
 
     x_op, y_op, trained = _trained(n_train, n_operational, noise, seed, epochs)
     model = copy.deepcopy(trained)  # every context owns its model; the cache keeps the original

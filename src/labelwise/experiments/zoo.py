@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from labelwise._deps import require
 from labelwise._validation import check_int
+from labelwise.adapters.training import require_torch, train_zoo_models
 from labelwise.exceptions import LabelwiseError
 
 if TYPE_CHECKING:
@@ -526,9 +526,7 @@ def train_zoo(
     seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
     if n_samples is not None:
         n_samples = check_int(n_samples, "n_samples", minimum=20)
-    require("torch", f"this part of {__name__}")
-    from labelwise.adapters.training import train_zoo_models
-
+    require_torch(__name__)
     x_train, y_train, x_op, y_op = _load(dataset, n_samples, seed)
     length = x_train.shape[1]
     for spec in specs_t:
