@@ -93,9 +93,15 @@ HIDDEN_SIZE = 64
 
 def _as_images(images: ArrayLike, name: str = "images") -> NDArray[np.float32]:
     """A validated float32 copy of a ``(N, H, W)`` stack of images in ``[0, 1]``."""
-    arr = np.array(images, dtype=np.float32, copy=True)
-    if arr.ndim != 3:
-        raise LabelwiseError(f"{name} must have shape (N, H, W); got shape {arr.shape}")
+    return _unit_interval_copy(images, name, ndim=3, shape="(N, H, W)")
+
+
+def _unit_interval_copy(x: ArrayLike, name: str, *, ndim: int, shape: str) -> NDArray[np.float32]:
+    """A validated float32 copy of a finite array of rank ``ndim`` (its ``shape`` named in
+    the error, e.g. ``"(N, H, W)"``) with values in ``[0, 1]``."""
+    arr = np.array(x, dtype=np.float32, copy=True)
+    if arr.ndim != ndim:
+        raise LabelwiseError(f"{name} must have shape {shape}; got shape {arr.shape}")
     if arr.size and not np.all(np.isfinite(arr)):
         raise LabelwiseError(f"{name} contains NaN or infinite values")
     if arr.size and (arr.min() < 0.0 or arr.max() > 1.0):
@@ -116,6 +122,21 @@ def _as_labels(labels: ArrayLike, name: str = "labels") -> NDArray[np.int64]:
     ):
         raise LabelwiseError(f"{name} must be integers; got dtype {arr.dtype}")
     return arr.astype(np.int64)
+
+
+def _check_training_rows(
+    x: NDArray[Any], y: NDArray[Any], names: tuple[str, str], what: str, n_classes: int | None
+) -> None:
+    """Raise unless ``x`` and ``y`` have as many rows, at least one, and (with ``n_classes``)
+    every label in ``[0, n_classes)``; ``names`` are the arguments', ``what`` the rows'."""
+    if y.shape[0] != x.shape[0]:
+        raise LabelwiseError(
+            f"{names[0]} and {names[1]} disagree in length: {x.shape[0]} != {y.shape[0]}"
+        )
+    if x.shape[0] == 0:
+        raise LabelwiseError(f"cannot train on zero {what}")
+    if n_classes is not None and (y.min() < 0 or y.max() >= n_classes):
+        raise LabelwiseError(f"labels must be in [0, {n_classes}); got {np.unique(y)}")
 
 
 def _range(value: float | Sequence[float], name: str) -> tuple[float, float]:
@@ -346,14 +367,7 @@ def train_digits_cnn(
     if x_np.shape[1:] != (8, 8):
         raise LabelwiseError(f"images must have shape (N, 8, 8); got {x_np.shape}")
     y_np = _as_labels(labels)
-    if y_np.shape[0] != x_np.shape[0]:
-        raise LabelwiseError(
-            f"images and labels disagree in length: {x_np.shape[0]} != {y_np.shape[0]}"
-        )
-    if x_np.shape[0] == 0:
-        raise LabelwiseError("cannot train on zero images")
-    if y_np.min() < 0 or y_np.max() >= N_CLASSES:
-        raise LabelwiseError(f"labels must be in [0, {N_CLASSES}); got {np.unique(y_np)}")
+    _check_training_rows(x_np, y_np, ("images", "labels"), "images", N_CLASSES)
     return train_on_arrays(
         digits_cnn_class(),
         x_np[:, None],

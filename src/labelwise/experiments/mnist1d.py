@@ -60,6 +60,7 @@ from labelwise.experiments._context import ClassifierContext
 from labelwise.experiments._lazy import lazy_attributes
 from labelwise.experiments.digits import (
     _as_labels,
+    _check_training_rows,
     _forward_with_activations,
     _parse_mutant,
     swap_labels,
@@ -190,12 +191,7 @@ def train_mnist1d_cnn(
     require_torch(__name__)
     x_np = _as_signals(x)
     y_np = _as_labels(y, "y")
-    if y_np.shape[0] != x_np.shape[0]:
-        raise LabelwiseError(f"x and y disagree in length: {x_np.shape[0]} != {y_np.shape[0]}")
-    if x_np.shape[0] == 0:
-        raise LabelwiseError("cannot train on zero signals")
-    if y_np.min() < 0 or y_np.max() >= N_CLASSES:
-        raise LabelwiseError(f"labels must be in [0, {N_CLASSES}); got {np.unique(y_np)}")
+    _check_training_rows(x_np, y_np, ("x", "y"), "signals", N_CLASSES)
     return train_on_arrays(
         mnist1d_cnn_class(),
         x_np[:, None],

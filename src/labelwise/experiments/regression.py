@@ -68,7 +68,13 @@ from labelwise.adapters.training import (
 from labelwise.estimation import regression_scores
 from labelwise.exceptions import LabelwiseError
 from labelwise.experiments._lazy import lazy_attributes
-from labelwise.experiments.digits import RngLike, _range, relight
+from labelwise.experiments.digits import (
+    RngLike,
+    _check_training_rows,
+    _range,
+    _unit_interval_copy,
+    relight,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -97,16 +103,7 @@ DEFAULT_NOISE = 1.5
 
 def _as_inputs(x: ArrayLike, name: str = "x") -> NDArray[np.float32]:
     """A validated float32 copy of a finite ``(N, F)`` array with values in ``[0, 1]``."""
-    arr = np.array(x, dtype=np.float32, copy=True)
-    if arr.ndim != 2:
-        raise LabelwiseError(f"{name} must have shape (N, F); got shape {arr.shape}")
-    if arr.size and not np.all(np.isfinite(arr)):
-        raise LabelwiseError(f"{name} contains NaN or infinite values")
-    if arr.size and (arr.min() < 0.0 or arr.max() > 1.0):
-        raise LabelwiseError(
-            f"{name} must be scaled to [0, 1]; got range [{arr.min():g}, {arr.max():g}]"
-        )
-    return arr
+    return _unit_interval_copy(x, name, ndim=2, shape="(N, F)")
 
 
 # ------------------------------------------------------------------------------- shifts
@@ -266,10 +263,7 @@ def train_regression_mlp(
     y_np = np.array(y, dtype=np.float32, copy=True)
     if y_np.ndim != 1:
         raise LabelwiseError(f"y must be one-dimensional; got shape {y_np.shape}")
-    if y_np.shape[0] != x_np.shape[0]:
-        raise LabelwiseError(f"x and y disagree in length: {x_np.shape[0]} != {y_np.shape[0]}")
-    if x_np.shape[0] == 0:
-        raise LabelwiseError("cannot train on zero rows")
+    _check_training_rows(x_np, y_np, ("x", "y"), "rows", None)
     if not (np.all(np.isfinite(x_np)) and np.all(np.isfinite(y_np))):
         raise LabelwiseError("x and y must be finite")
     return train_on_arrays(
