@@ -58,6 +58,17 @@ __all__ = [
 # --------------------------------------------------------------------------- results
 
 
+class _OverallValue:
+    """Mixin (before :class:`Result`) for a result whose headline ``value`` is ``overall``."""
+
+    overall: float
+
+    @property
+    def value(self) -> float:
+        """The headline number: ``overall`` (whether more is better depends on the purpose)."""
+        return self.overall
+
+
 @dataclass(frozen=True, eq=False)
 class EquivalencePartitioning(Result):
     """How evenly the test inputs are spread over the classes (arrays are read-only).
@@ -94,7 +105,7 @@ class EquivalencePartitioning(Result):
 
 
 @dataclass(frozen=True, eq=False)
-class CentroidPositioning(Result):
+class CentroidPositioning(_OverallValue, Result):
     """Share of each class's test inputs in its centroid region (arrays are read-only).
 
     Attributes
@@ -139,14 +150,9 @@ class CentroidPositioning(Result):
     radius: float
     overall: float
 
-    @property
-    def value(self) -> float:
-        """The headline number: ``overall`` (whether more is better depends on the purpose)."""
-        return self.overall
-
 
 @dataclass(frozen=True, eq=False)
-class BoundaryConditioning(Result):
+class BoundaryConditioning(_OverallValue, Result):
     """Share of each class's test inputs with a weak confidence (arrays are read-only).
 
     Attributes
@@ -179,11 +185,6 @@ class BoundaryConditioning(Result):
     lo: float
     hi: float
     overall: float
-
-    @property
-    def value(self) -> float:
-        """The headline number: ``overall`` (whether more is better depends on the purpose)."""
-        return self.overall
 
 
 @dataclass(frozen=True, eq=False)
@@ -229,7 +230,7 @@ class PairwiseBoundaryConditioning(Result):
 
 
 @dataclass(frozen=True, eq=False)
-class CovariateShift(Result):
+class CovariateShift(_OverallValue, Result):
     """Per-class Jensen-Shannon divergence between train and test features (read-only arrays).
 
     Attributes
@@ -267,11 +268,6 @@ class CovariateShift(Result):
     n_samples: int
     covariance_type: str
     overall: float
-
-    @property
-    def value(self) -> float:
-        """The headline number: ``overall`` (whether more is better depends on the purpose)."""
-        return self.overall
 
 
 # --------------------------------------------------------------------------- validation
