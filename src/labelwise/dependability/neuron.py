@@ -299,11 +299,6 @@ def _check_k_args(n_neurons: Any, k: Any, threshold: Any) -> tuple[int, int, flo
     return n_neurons, k, _check_threshold(threshold)
 
 
-def _as_rows(activations: ArrayLike, *, min_rows: int) -> NDArray[Any]:
-    """(N, ...) -> (N, c) view or copy, numeric and finite."""
-    return check_per_input_rows(activations, "activations", min_rows=min_rows)
-
-
 class NeuronKCoverage:
     """Mergeable neuron k-activation coverage of one layer (Sec. II-B).
 
@@ -351,7 +346,7 @@ class NeuronKCoverage:
 
     def update(self, activations: ArrayLike) -> NeuronKCoverage:
         """Add a batch of (N, n_neurons) activations (higher ranks are flattened per input)."""
-        x = _as_rows(activations, min_rows=0)
+        x = check_per_input_rows(activations, "activations", min_rows=0)
         if x.shape[1] != self.n_neurons:
             raise LabelwiseError(
                 f"activations must have n_neurons={self.n_neurons} values per input, got "
