@@ -111,11 +111,12 @@ def test_shift_accepts_other_numeric_input(images: np.ndarray) -> None:
     "bad", [np.zeros((4, 64)), np.full((2, 8, 8), 2.0), np.full((2, 8, 8), np.nan)]
 )
 def test_shift_rejects_bad_images(bad: np.ndarray) -> None:
-    with pytest.raises(LabelwiseError):
+    message = r"images (must have shape \(N, H, W\)|must be scaled to \[0, 1\]|contains NaN)"
+    with pytest.raises(LabelwiseError, match=message):
         occlude(bad, rng=0)
-    with pytest.raises(LabelwiseError):
+    with pytest.raises(LabelwiseError, match=message):
         relight(bad, rng=0)
-    with pytest.raises(LabelwiseError):
+    with pytest.raises(LabelwiseError, match=message):
         lower_resolution(bad)
 
 
@@ -295,13 +296,15 @@ def test_training_works_under_no_grad() -> None:
 @needs_torch
 def test_train_rejects_bad_input() -> None:
     x, y = load_digit_images()
-    with pytest.raises(LabelwiseError):
+    with pytest.raises(LabelwiseError, match=r"images and labels disagree in length: 10 != 9"):
         train_digits_cnn(x[:10], y[:9], epochs=1)
-    with pytest.raises(LabelwiseError):
+    with pytest.raises(LabelwiseError, match=r"cannot train on zero images"):
+        train_digits_cnn(x[:0], y[:0], epochs=1)
+    with pytest.raises(LabelwiseError, match=r"labels must be in \[0, 10\); got \[10 11"):
         train_digits_cnn(x[:10], y[:10] + 10, epochs=1)
-    with pytest.raises(LabelwiseError):
+    with pytest.raises(LabelwiseError, match=r"epochs must be >= 1"):
         train_digits_cnn(x[:10], y[:10], epochs=0)
-    with pytest.raises(LabelwiseError):
+    with pytest.raises(LabelwiseError, match=r"images must have shape \(N, 8, 8\)"):
         train_digits_cnn(np.zeros((10, 4, 4)), y[:10], epochs=1)
 
 

@@ -222,19 +222,22 @@ def test_training_is_deterministic_and_leaves_global_state() -> None:
 
 @pytest.mark.skipif(torch is None, reason="needs labelwise[torch]")
 @pytest.mark.parametrize(
-    "args, kwargs",
+    "args, kwargs, message",
     [
-        ((np.zeros((10, 40)), np.zeros(9)), {}),
-        ((np.zeros((10, 40)), np.full(10, 10)), {}),
-        ((np.zeros((10, 41)), np.zeros(10)), {}),
-        ((np.full((10, 40), np.nan), np.zeros(10)), {}),
-        ((np.zeros((10, 40)), np.zeros(10)), {"epochs": 0}),
-        ((np.zeros((10, 40)), np.zeros(10)), {"learning_rate": -1.0}),
-        ((np.zeros((10, 40)), np.zeros(10)), {"num_threads": 0}),
+        ((np.zeros((10, 40)), np.zeros(9)), {}, r"x and y disagree in length: 10 != 9"),
+        ((np.zeros((0, 40)), np.zeros(0)), {}, r"cannot train on zero signals"),
+        ((np.zeros((10, 40)), np.full(10, 10)), {}, r"labels must be in \[0, 10\); got \[10\]"),
+        ((np.zeros((10, 41)), np.zeros(10)), {}, r"x must have shape \(N, 40\)"),
+        ((np.full((10, 40), np.nan), np.zeros(10)), {}, r"x contains NaN or infinite values"),
+        ((np.zeros((10, 40)), np.zeros(10)), {"epochs": 0}, r"epochs must be >= 1"),
+        ((np.zeros((10, 40)), np.zeros(10)), {"learning_rate": -1.0}, r"learning_rate must be"),
+        ((np.zeros((10, 40)), np.zeros(10)), {"num_threads": 0}, r"num_threads must be >= 1"),
     ],
 )
-def test_train_rejects_bad_input(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    with pytest.raises(LabelwiseError):
+def test_train_rejects_bad_input(
+    args: tuple[Any, ...], kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(LabelwiseError, match=message):
         train_mnist1d_cnn(*args, **kwargs)
 
 

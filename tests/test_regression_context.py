@@ -144,11 +144,16 @@ def test_relight_features(inputs: np.ndarray) -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [np.zeros((4, 10, 1)), np.full((2, 10), 2.0), np.full((2, 10), np.nan)]
+    "bad, message",
+    [
+        (np.zeros((4, 10, 1)), r"x must have shape \(N, F\); got shape \(4, 10, 1\)"),
+        (np.full((2, 10), 2.0), r"x must be scaled to \[0, 1\]; got range \[2, 2\]"),
+        (np.full((2, 10), np.nan), r"x contains NaN or infinite values"),
+    ],
 )
-def test_shifts_reject_bad_inputs(bad: np.ndarray) -> None:
+def test_shifts_reject_bad_inputs(bad: np.ndarray, message: str) -> None:
     for shift in SHIFTS:
-        with pytest.raises(LabelwiseError):
+        with pytest.raises(LabelwiseError, match=message):
             apply_shift(bad, shift, rng=0)
 
 
@@ -220,20 +225,22 @@ def test_training_is_deterministic_and_leaves_global_state() -> None:
 
 @needs_torch
 @pytest.mark.parametrize(
-    "args, kwargs",
+    "args, kwargs, message",
     [
-        ((np.zeros((10, 10)), np.zeros(9)), {}),
-        ((np.zeros((10, 10)), np.zeros((10, 1))), {}),
-        ((np.zeros(10), np.zeros(10)), {}),
-        ((np.zeros((0, 10)), np.zeros(0)), {}),
-        ((np.zeros((10, 10)), np.full(10, np.inf)), {}),
-        ((np.zeros((10, 10)), np.zeros(10)), {"epochs": 0}),
-        ((np.zeros((10, 10)), np.zeros(10)), {"batch_size": 0}),
-        ((np.zeros((10, 10)), np.zeros(10)), {"learning_rate": 0.0}),
+        ((np.zeros((10, 10)), np.zeros(9)), {}, r"x and y disagree in length: 10 != 9"),
+        ((np.zeros((10, 10)), np.zeros((10, 1))), {}, r"y must be one-dimensional"),
+        ((np.zeros(10), np.zeros(10)), {}, r"x must have shape \(N, F\)"),
+        ((np.zeros((0, 10)), np.zeros(0)), {}, r"cannot train on zero rows"),
+        ((np.zeros((10, 10)), np.full(10, np.inf)), {}, r"x and y must be finite"),
+        ((np.zeros((10, 10)), np.zeros(10)), {"epochs": 0}, r"epochs must be >= 1"),
+        ((np.zeros((10, 10)), np.zeros(10)), {"batch_size": 0}, r"batch_size must be >= 1"),
+        ((np.zeros((10, 10)), np.zeros(10)), {"learning_rate": 0.0}, r"learning_rate must be"),
     ],
 )
-def test_train_rejects_bad_input(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    with pytest.raises(LabelwiseError):
+def test_train_rejects_bad_input(
+    args: tuple[Any, ...], kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(LabelwiseError, match=message):
         train_regression_mlp(*args, **kwargs)
 
 
