@@ -362,6 +362,15 @@ def test_context_accuracies(clean: DigitsContext, patch: DigitsContext) -> None:
 
 
 @needs_torch
+def test_context_scores_are_per_row_correctness(patch: DigitsContext) -> None:
+    scores = patch.scores()
+    assert scores.dtype == np.float64
+    np.testing.assert_array_equal(scores == 1.0, patch.predictions == patch.labels)
+    assert set(np.unique(scores)) <= {0.0, 1.0}
+    assert scores.mean() == pytest.approx(patch.accuracy, abs=1e-15)
+
+
+@needs_torch
 def test_same_seed_same_split_and_model(clean: DigitsContext, patch: DigitsContext) -> None:
     np.testing.assert_array_equal(clean.train_images, patch.train_images)
     np.testing.assert_array_equal(clean.labels, patch.labels)

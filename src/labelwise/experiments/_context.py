@@ -24,6 +24,10 @@ class ClassifierContext:
     probabilities: NDArray[np.float32]
     predictions: NDArray[np.int64]
 
+    def scores(self) -> NDArray[np.float64]:
+        """Per-row ``H``: 1.0 where the prediction is the label, else 0.0 (mean: accuracy)."""
+        return (self.predictions == self.labels).astype(np.float64)
+
     @property
     def accuracy(self) -> float:
         """True operational accuracy: the fraction of ``predictions`` equal to ``labels``."""

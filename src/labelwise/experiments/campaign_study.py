@@ -239,16 +239,12 @@ def _build(name: str) -> Population:
         from .digits import digits_context
 
         c = digits_context(shift, seed=0)
-        return Population(
-            name, (c.predictions == c.labels).astype(float), c.activations, c.probabilities
-        )
+        return Population(name, c.scores(), c.activations, c.probabilities)
     if kind == "mnist1d":
         from .mnist1d import mnist1d_context
 
         m = mnist1d_context(None if shift == "none" else shift, seed=0)
-        return Population(
-            name, (m.predictions == m.labels).astype(float), m.activations, m.probabilities
-        )
+        return Population(name, m.scores(), m.activations, m.probabilities)
     from .regression import regression_context
 
     g = regression_context(shift, seed=0)

@@ -29,6 +29,7 @@ import numpy as np
 
 from .._plotting import pyplot, save_figure
 from ..io import write_csv, write_json
+from ._context import ClassifierContext
 from .study import (
     PAPER_SIZES,
     CampaignSpec,
@@ -74,20 +75,25 @@ class StudyConfig:
 Builder = Callable[[int], Population]
 
 
+def _classified(ctx: ClassifierContext, dataset: str, model: str, operational: str) -> Population:
+    """A classifier's pile: 1/0 correctness, activations, top probability as confidence."""
+    return Population(
+        dataset,
+        model,
+        operational,
+        ctx.scores(),
+        ctx.activations,
+        ctx.probabilities.max(axis=1),
+        probabilities=ctx.probabilities,
+    )
+
+
 def _digits(shift: str) -> Builder:
     def build(seed: int) -> Population:
         from .digits import digits_context
 
         ctx = digits_context(shift, seed=seed)
-        return Population(
-            "Digits",
-            "LeNet (CNN)",
-            "digits" if shift == "none" else shift,
-            (ctx.predictions == ctx.labels).astype(np.float64),
-            ctx.activations,
-            ctx.probabilities.max(axis=1),
-            probabilities=ctx.probabilities,
-        )
+        return _classified(ctx, "Digits", "LeNet (CNN)", "digits" if shift == "none" else shift)
 
     return build
 
@@ -98,15 +104,7 @@ def _mnist1d(mutant: str | None) -> Builder:
 
         ctx = mnist1d_context(mutant, seed=seed)
         model = "CNN-1D" if mutant is None else f"Mutant {mutant.replace('-', '<->')}"
-        return Population(
-            "MNIST-1D",
-            model,
-            "MNIST-1D",
-            (ctx.predictions == ctx.labels).astype(np.float64),
-            ctx.activations,
-            ctx.probabilities.max(axis=1),
-            probabilities=ctx.probabilities,
-        )
+        return _classified(ctx, "MNIST-1D", model, "MNIST-1D")
 
     return build
 
