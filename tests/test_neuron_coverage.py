@@ -301,3 +301,12 @@ def test_k1_active_share_equals_dnn_tip_nac(threshold: float) -> None:
     r = k_activation_coverage(x, k=1, threshold=threshold)
     assert r.active_share == nac
     assert 0 < nac < 1  # the case is not trivial
+
+
+def test_a_scalar_gets_a_short_rank_message() -> None:
+    # the rank check of any-rank per-input arrays listed all 32 NumPy ranks ("1-D or 2-D or ...
+    # or 32-D"); a run of ranks is now said as one bound
+    with pytest.raises(LabelwiseError, match=r"activations must be at least 1-D, got shape \(\)$"):
+        k_activation_coverage(np.float64(1.0), k=1)
+    with pytest.raises(LabelwiseError, match="per-input arrays, got shape"):
+        k_activation_coverage(np.ones(4), k=1)

@@ -493,6 +493,13 @@ def check_not_container(x: Any, name: str) -> None:
         )
 
 
+def _ranks(ndims: tuple[int, ...]) -> str:
+    """``1-D or 2-D``; a run of more than three ranks as ``at least 1-D`` (up to NumPy's 32)."""
+    if len(ndims) > 3 and ndims == tuple(range(ndims[0], ndims[0] + len(ndims))):
+        return f"at least {ndims[0]}-D"
+    return " or ".join(f"{d}-D" for d in ndims)
+
+
 def check_rows(x: Any, name: str, *, ndim: int | Sequence[int], min_rows: int = 1) -> Any:
     """``x`` opened (:func:`open_array`, nothing read) and checked: rank, numeric dtype, rows.
 
@@ -508,8 +515,7 @@ def check_rows(x: Any, name: str, *, ndim: int | Sequence[int], min_rows: int = 
         raise LabelwiseError(f"{name} must be a numeric array: {exc}") from None
     ndims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
     if len(arr.shape) not in ndims:
-        want = " or ".join(f"{d}-D" for d in ndims)
-        raise LabelwiseError(f"{name} must be {want}, got shape {tuple(arr.shape)}")
+        raise LabelwiseError(f"{name} must be {_ranks(ndims)}, got shape {tuple(arr.shape)}")
     if np.dtype(arr.dtype).kind not in "biuf":
         raise LabelwiseError(f"{name} must hold numbers, got dtype {arr.dtype}")
     if arr.shape[0] < min_rows:
