@@ -452,3 +452,60 @@ def test_a_rerun_keeps_an_edited_labeling_config(
     assert f"config: {new}" in out and f"kept:   {config}" in out
     tasks = json.loads((d / "label-studio-tasks.json").read_text())
     assert [t["data"]["labelwise_row"] for t in tasks] == _to_label(d)
+
+
+def test_a_rerun_keeps_an_edited_task_file(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Re-running 'export' (after 'next') overwrote a label-studio-tasks.json the user had
+    edited (annotations added by hand, tasks removed): it is now kept as the edited config
+    is, and the new tasks written beside it as label-studio-tasks.new.json, named; one as
+    export wrote it is rewritten in place with the rows waiting now."""
+    d = _campaign(pile, "camp", capsys)
+    tasks_file = d / "label-studio-tasks.json"
+    new = d / "label-studio-tasks.new.json"
+    _export(d, capsys)
+    # unedited: after 'next' a re-run rewrites it in place with the rows waiting now
+    assert run_cli(["next", d, "--batch", "10"], capsys)[0] == 0
+    tasks = _export(d, capsys)
+    assert [t["data"]["labelwise_row"] for t in tasks] == _to_label(d)
+    assert not new.exists()
+    edited = [dict(t, annotations=[_annotation("cat")]) for t in tasks[:5]]
+    tasks_file.write_text(json.dumps(edited))
+    before = tasks_file.read_bytes()
+    assert run_cli(["next", d, "--batch", "10"], capsys)[0] == 0
+    code, out, err = run_cli(["export", d], capsys)
+    assert code == 0, err
+    assert tasks_file.read_bytes() == before
+    assert [t["data"]["labelwise_row"] for t in json.loads(new.read_text())] == _to_label(d)
+    assert f"tasks:  {new}" in out and f"kept:   {tasks_file}" in out
+    # the config beside the kept tasks is unedited: rewritten in place, nothing new beside it
+    assert f"config: {d / 'label-studio-tasks.config.xml'}" in out
+    assert not (d / "label-studio-tasks.config.new.xml").exists()
+    # the new one is export's own: the next re-run rewrites it, the edited one is still kept
+    assert run_cli(["next", d, "--batch", "10"], capsys)[0] == 0
+    code, out, err = run_cli(["export", d], capsys)
+    assert code == 0, err
+    assert tasks_file.read_bytes() == before
+    assert [t["data"]["labelwise_row"] for t in json.loads(new.read_text())] == _to_label(d)
+    assert not (d / "label-studio-tasks.new.new.json").exists()
+
+
+def test_export_keeps_a_json_file_it_did_not_write(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'--out' naming a .json file export did not write (the user's own) replaced it; it is
+    now kept and the tasks written beside it. Re-exporting the same rows over export's own
+    file, with no record of it (an earlier version's), rewrites it: nothing would be lost."""
+    d = _campaign(pile, "camp", capsys)
+    own = d / "mine.json"
+    own.write_text('{"mine": 1}')
+    code, out, err = run_cli(["export", d, "--out", own], capsys)
+    assert code == 0, err
+    assert own.read_text() == '{"mine": 1}' and f"kept:   {own}" in out
+    assert len(json.loads((d / "mine.new.json").read_text())) == len(_to_label(d))
+    _export(d, capsys)
+    (d / "export.state.json").unlink()
+    code, out, err = run_cli(["export", d], capsys)
+    assert code == 0 and "kept:" not in out, err
+    assert not (d / "label-studio-tasks.new.json").exists()

@@ -11,7 +11,9 @@ Layout (every file written atomically)::
                          name rows by id and classes by name, see :meth:`read_label_file`)
     DIR/estimate.json    the last estimate
     DIR/ranking.json     the last ranking, with a fingerprint of the rows and labels it used
-    DIR/<name>.state.json / <name>.state.npz   other state, e.g. a sequential campaign's
+    DIR/<name>.state.json / <name>.state.npz   other state, e.g. a sequential campaign's;
+                         export.state.json: the sha256 of each Label Studio task file
+                         ``labelwise export`` wrote (a re-run keeps one edited since)
     DIR/campaign.state.json   a sequential campaign (``labelwise campaign``): its sources, its
                          state (:meth:`labelwise.Campaign.to_dict`) and the labels recorded
     DIR/campaign-arrays.state.npz  what the campaign computed from the pile once

@@ -12,9 +12,11 @@ from numpy.typing import NDArray
 
 from .._json import dumps
 from ..exceptions import LabelwiseError
-from ..io import atomic_write
+from ..io import atomic_write, file_digest
 from ..labelstudio import label_studio_tasks
 from ..workspace import Workspace, check_directory, check_output_file
+
+EXPORTED = "export"  # DIR/export.state.json: the task files written, path -> sha256
 
 
 def add_parser(sub: Any) -> None:
@@ -30,6 +32,9 @@ def add_parser(sub: Any) -> None:
             "matching labeling config (<stem>.config.xml: an Image or Text and a Choices "
             "control named 'label' with one choice per class name; one edited since an "
             "earlier export is kept, and the new one written as <stem>.config.new.xml). "
+            "A re-run rewrites the task file it wrote (the rows waiting now); one edited "
+            "since, or one export did not write, is kept and the new tasks written as "
+            "<stem>.new.json. "
             "Import the tasks into a Label Studio project with that config, label, export as "
             "JSON (or JSON-MIN) and "
             "read the export back with 'labelwise import DIR EXPORT.json'."
@@ -123,22 +128,38 @@ def cmd_export(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"labelwise export: note: {note}", file=sys.stderr)
     out = args.out if args.out is not None else args.dir / "label-studio-tasks.json"
-    config_path = out.with_name(f"{out.stem}.config.xml")
+    stem = out.stem
+    config_path = out.with_name(f"{stem}.config.xml")
     check_output_file(out, args.dir, "--out", suffixes=(".json",))
+    text = dumps(tasks, indent=2)
+    # a task file the user edited (annotations added, tasks removed) or that this command
+    # did not write is theirs, as an edited config is: kept, and this run's tasks go beside
+    # it; one exactly as an earlier export wrote it (its sha256 recorded) is rewritten
+    written = _written(ws)
+    kept_tasks = out if _tasks_edited(out, text, written) else None
+    if kept_tasks is not None:
+        out = out.with_name(f"{stem}.new.json")
+        check_output_file(out, args.dir, "--out", suffixes=(".json",))
     # a config the user edited (more choices, another layout) is theirs: kept, and this
     # run's config goes beside it; one as an earlier export wrote it is simply rewritten
     kept = config_path if _differs(config_path, config) else None
     if kept is not None:
-        config_path = out.with_name(f"{out.stem}.config.new.xml")
+        config_path = config_path.with_name(f"{stem}.config.new.xml")
     check_output_file(config_path, args.dir, "--out", suffixes=(".xml",))
-    text = dumps(tasks, indent=2)
     atomic_write(out, lambda fh: fh.write(text))
+    written[str(out.resolve())] = file_digest(out)
+    ws.write_state(EXPORTED, written)
     atomic_write(config_path, lambda fh: fh.write(config))
     what = "image" if "image" in tasks[0]["data"] else "text"
     pre = " with the model's class as a pre-annotation" if "predictions" in tasks[0] else ""
     print(f"wrote {len(tasks)} Label Studio tasks ({what}{pre}) for the {held} in {args.dir}")
     print(f"  tasks:  {out}")
     print(f"  config: {config_path} (paste into the project's Labeling Interface, Code)")
+    if kept_tasks is not None:
+        print(
+            f"  kept:   {kept_tasks} (not the tasks an earlier export wrote there, as after "
+            "an edit: not replaced; compare the two)"
+        )
     if kept is not None:
         print(
             f"  kept:   {kept} (it differs from the config written now, as after an edit: "
@@ -146,6 +167,32 @@ def cmd_export(args: argparse.Namespace) -> int:
         )
     print(f"  then:   labelwise import {args.dir} EXPORT.json  (Label Studio's JSON export)")
     return 0
+
+
+def _written(ws: Workspace) -> dict[str, str]:
+    """The task files export wrote for ``ws``: resolved path -> sha256
+    (``DIR/export.state.json``)."""
+    try:
+        doc = ws.read_state(EXPORTED)
+    except LabelwiseError:
+        return {}
+    if not isinstance(doc, dict):
+        return {}
+    return {k: v for k, v in doc.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _tasks_edited(path: Path, text: str, written: dict[str, str]) -> bool:
+    """Whether ``path`` holds a task file other than the one export last wrote there (its
+    sha256 in ``written``) and other than ``text``: edited since, or not export's."""
+    if not path.is_file() or path.is_symlink():
+        return False  # nothing there, or something check_output_file refuses anyway
+    try:
+        digest = file_digest(path)
+        if digest == written.get(str(path.resolve())):
+            return False
+        return path.read_text(encoding="utf-8") != text
+    except (OSError, UnicodeDecodeError):
+        return True
 
 
 def _differs(path: Path, config: str) -> bool:
