@@ -49,7 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/ces_speed.py
 
 study: $(STAMP)
-	$(BIN)/labelwise study operational
+	$(BIN)/labelwise study operational --force
 
 clean:
 	rm -rf $(VENV) $(BASE_VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

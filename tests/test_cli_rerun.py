@@ -263,3 +263,50 @@ def test_a_campaign_moved_aside_still_protects_its_capture(
     code, _, err = _run(_capture(model, tmp_path, "c.npy", 70, 3, cap), capsys)
     assert code == 2 and f"the campaign in {aside.resolve()}" in err
     assert _arrays(cap) == before
+
+
+@pytest.mark.parametrize(
+    ("study", "earlier"),
+    [
+        ("operational", ["table.json", "sd_mnist_1d.png"]),
+        ("comparative", ["ranking_zoo.csv"]),
+        ("quality", ["quality_study.json"]),
+    ],
+)
+def test_a_study_refuses_to_replace_an_earlier_runs_tables(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], study: str, earlier: list[str]
+) -> None:
+    """'labelwise study ... --out DIR' replaced an earlier run's tables in DIR without a word
+    (a run of minutes to hours). Like 'select' over a selection it now refuses, before the
+    study runs, unless --force; another study's tables in DIR do not count."""
+    out = tmp_path / "study-out"
+    out.mkdir()
+    for name in earlier:
+        (out / name).write_text(f"earlier {name}")
+    code, printed, err = _run(["study", study, "--quick", "--out", str(out)], capsys)
+    assert code == 2 and printed == ""
+    assert f"--out {out} holds the tables of an earlier {study} study" in err
+    assert ", ".join(sorted(earlier)) in err and "--force" in err
+    assert sorted(p.name for p in out.iterdir()) == sorted(earlier)
+    assert all((out / n).read_text() == f"earlier {n}" for n in earlier)
+
+
+def test_study_force_moves_the_earlier_runs_tables_aside(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'--force' moves the earlier run's tables into DIR/replaced-<time>/ and says so; the
+    tables of another study in DIR stay. (The study itself, training models for minutes,
+    is replaced by one with no rows: what is tested is what happens to the files.)"""
+    quality_study = pytest.importorskip("labelwise.experiments.quality_study")
+    monkeypatch.setattr(quality_study, "run_quality_study", lambda **kw: [])
+    out = tmp_path / "study-out"
+    out.mkdir()
+    (out / "quality_study.json").write_text('{"earlier": 1}')
+    (out / "table.json").write_text('{"operational": 1}')
+    code, printed, err = _run(["study", "quality", "--quick", "--force", "--out", str(out)], capsys)
+    assert code == 0, err
+    (aside,) = out.glob("replaced-*")
+    assert (aside / "quality_study.json").read_text() == '{"earlier": 1}'
+    assert f"the earlier quality study's tables are now in {aside}" in printed
+    assert json.loads((out / "quality_study.json").read_text()) == {"seed": 0, "rows": []}
+    assert (out / "table.json").read_text() == '{"operational": 1}'

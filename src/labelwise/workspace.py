@@ -155,13 +155,7 @@ class Workspace:
                 labelled = True  # unreadable: keep it rather than guess
         if not labelled:
             return
-        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        aside = self.path / f"replaced-{stamp}"
-        n = 1
-        while aside.exists():
-            n += 1
-            aside = self.path / f"replaced-{stamp}-{n}"
-        aside.mkdir()
+        aside = aside_directory(self.path)
         for name in (SELECTION, TO_LABEL, LABELS, ESTIMATE, RANKING, "report.html"):
             if (self.path / name).is_file():
                 os.replace(self.path / name, aside / name)
@@ -603,6 +597,19 @@ class Workspace:
         if js.is_file():
             return read_json(js, f"state {name!r}")
         return None
+
+
+def aside_directory(directory: Path) -> Path:
+    """A new, empty ``directory/replaced-<UTC time>[-n]/``: where ``--force`` moves what it
+    would otherwise replace (a labelled selection or campaign, an earlier study's tables)."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    aside = directory / f"replaced-{stamp}"
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = directory / f"replaced-{stamp}-{n}"
+    aside.mkdir()
+    return aside
 
 
 def labels_fingerprint(sel: Selection, labels: NDArray[Any]) -> str:

@@ -13,7 +13,17 @@ from .._deps import install_hint
 from .._validation import check_int, check_out_dir
 from ..exceptions import LabelwiseError
 from ..io import write_json
+from ..workspace import aside_directory
 from ._common import DefaultsHelpFormatter
+
+# the files each study writes into --out (glob patterns): an earlier run's are not replaced
+# without --force, which moves them into --out/replaced-<time>/ (as 'select --force' does)
+STUDY_FILES = {
+    "operational": ("table.csv", "table.json", "small_piles.csv", "sd_*.png"),
+    "comparative": ("ranking_*.csv", "comparative.json", "ranking.png"),
+    "quality": ("quality_study.json",),
+}
+FORCE_HELP = "replace an earlier run's tables in --out (they are moved into --out/replaced-<time>/)"
 
 
 def add_parser(sub: Any) -> None:
@@ -40,6 +50,7 @@ def add_parser(sub: Any) -> None:
     )
     op.add_argument("--quick", action="store_true", help="6 sizes, 20 repetitions, 10 small piles")
     op.add_argument("--out", type=Path, default=Path("study-out"), help="output directory")
+    op.add_argument("--force", action="store_true", help=FORCE_HELP)
     op.add_argument("--seed", type=int, default=0, help="seed for data, models and sampling")
     op.add_argument("--jobs", type=int, default=1, help="worker processes for the repetitions")
     op.add_argument(
@@ -69,6 +80,7 @@ def add_parser(sub: Any) -> None:
     )
     cp.add_argument("--quick", action="store_true", help="6 sizes and 20 repetitions")
     cp.add_argument("--out", type=Path, default=Path("study-out"), help="output directory")
+    cp.add_argument("--force", action="store_true", help=FORCE_HELP)
     cp.add_argument("--seed", type=int, default=0, help="seed for data, models and sampling")
     cp.set_defaults(func=cmd_study_comparative)
     qs = st_sub.add_parser(
@@ -85,6 +97,7 @@ def add_parser(sub: Any) -> None:
     )
     qs.add_argument("--quick", action="store_true", help="generated sets of 100 and 300 only")
     qs.add_argument("--out", type=Path, default=Path("study-out"), help="output directory")
+    qs.add_argument("--force", action="store_true", help=FORCE_HELP)
     qs.add_argument("--seed", type=int, default=0, help="seed for data, models and generation")
     qs.set_defaults(func=cmd_study_quality)
     st.set_defaults(func=lambda a: _missing_study(st))
@@ -98,7 +111,7 @@ def cmd_study_comparative(args: argparse.Namespace) -> int:
         write_outputs,
     )
 
-    check_out_dir(args.out, "--out")  # before the study runs, not when it writes
+    _check_out(args, "comparative")  # before the study runs, not when it writes
     config = ComparativeConfig.quick(args.seed) if args.quick else ComparativeConfig(seed=args.seed)
     print(
         f"comparative study ({'quick' if args.quick else 'full'}): sizes "
@@ -119,15 +132,17 @@ def cmd_study_comparative(args: argparse.Namespace) -> int:
         print(f"\nMajority vote as labels, no labelling at all ({label}): {parts}")
     print("\nSynthetic regimes (labelwise.experiments.ranking_study; 'campaign' is CPPI):")
     print(format_regimes(cs.regimes))
+    aside = _set_aside(args.out, "comparative")
     written = write_outputs(cs, args.out)
     print(f"\nwrote {', '.join(written)} to {args.out} ({cs.seconds:.0f} s)")
+    _note_aside(aside, "comparative")
     return 0
 
 
 def cmd_study_quality(args: argparse.Namespace) -> int:
     from ..experiments.quality_study import format_quality_table, run_quality_study
 
-    check_out_dir(args.out, "--out")  # before the study runs, not when it writes
+    _check_out(args, "quality")  # before the study runs, not when it writes
     sizes = (100, 300) if args.quick else (100, 300, 700, 1000)
     print(f"quality study ({'quick' if args.quick else 'full'}), seed {args.seed}")
     rows = run_quality_study(seed=args.seed, sizes=sizes)
@@ -136,6 +151,7 @@ def cmd_study_quality(args: argparse.Namespace) -> int:
     print("\nHead accuracy on generated points, centroid-boundary splits (Table 2 layout):")
     for r in rows:
         print(r.generation.format_table(dataset=r.dataset, model=r.model))
+    aside = _set_aside(args.out, "quality")
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(
         args.out / "quality_study.json",
@@ -158,7 +174,47 @@ def cmd_study_quality(args: argparse.Namespace) -> int:
         },
     )
     print(f"\nwrote quality_study.json to {args.out}")
+    _note_aside(aside, "quality")
     return 0
+
+
+def _earlier(out: Path, study: str) -> list[Path]:
+    """The files of an earlier ``study`` run in ``out`` (:data:`STUDY_FILES`)."""
+    if not out.is_dir():
+        return []
+    found = {p for pattern in STUDY_FILES[study] for p in out.glob(pattern) if p.is_file()}
+    return sorted(found)
+
+
+def _check_out(args: argparse.Namespace, study: str) -> None:
+    """Before the study runs: ``--out`` must be a directory, and one holding an earlier run's
+    tables needs ``--force`` (a study takes minutes to hours; its tables were replaced
+    without a word)."""
+    check_out_dir(args.out, "--out")
+    earlier = _earlier(args.out, study)
+    if earlier and not args.force:
+        raise LabelwiseError(
+            f"--out {args.out} holds the tables of an earlier {study} study "
+            f"({', '.join(p.name for p in earlier)}); give another --out, or --force to "
+            f"move them into {args.out / 'replaced-<time>'} and write the new ones"
+        )
+
+
+def _set_aside(out: Path, study: str) -> Path | None:
+    """After the run, before writing (``--force``): the earlier run's files moved into a new
+    ``out/replaced-<time>/`` (returned; None when there were none)."""
+    earlier = _earlier(out, study)
+    if not earlier:
+        return None
+    aside = aside_directory(out)
+    for p in earlier:
+        p.replace(aside / p.name)
+    return aside
+
+
+def _note_aside(aside: Path | None, study: str) -> None:
+    if aside is not None:
+        print(f"  the earlier {study} study's tables are now in {aside}")
 
 
 def _missing_study(parser: argparse.ArgumentParser) -> int:
@@ -170,7 +226,7 @@ def cmd_study_operational(args: argparse.Namespace) -> int:
     if args.repetitions is not None and args.repetitions < 2:
         raise LabelwiseError(f"--repetitions must be at least 2, got {args.repetitions}")
     check_int(args.jobs, "--jobs", minimum=1)
-    check_out_dir(args.out, "--out")  # before the study runs, not when it writes
+    _check_out(args, "operational")  # before the study runs, not when it writes
     from ..experiments.operational import (
         PAPER_TABLE1,
         StudyConfig,
@@ -191,6 +247,8 @@ def cmd_study_operational(args: argparse.Namespace) -> int:
     print(format_table(study))
     print()
     print(PAPER_TABLE1)
+    aside = _set_aside(args.out, "operational")
     written = write_outputs(study, args.out)
     print(f"\nwrote {', '.join(written)} to {args.out} ({study.seconds:.0f} s)")
+    _note_aside(aside, "operational")
     return 0
