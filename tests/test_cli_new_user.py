@@ -259,3 +259,21 @@ def test_rank_models_with_every_rows_label_says_to_pass_those_of_the_rows() -> N
         lw.rank_models(preds, truth, rows=rows)
     r = lw.rank_models(preds, truth[rows], rows=rows, rng=0)
     np.testing.assert_allclose(r.accuracy, (preds[:, rows] == truth[rows]).mean(axis=1))
+
+
+def test_demo_checks_its_budget_against_the_pile_before_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'labelwise demo --budget 5000' trained the CNN (about 7 s) and only then said the
+    pile has 899 rows; the pile's size is known from the digits before training, and the
+    budget is now checked against it first (training here would fail the test)."""
+    pytest.importorskip("torch")
+    digits = pytest.importorskip("labelwise.experiments.digits")
+
+    def no_training(*args: object, **kwargs: object) -> None:
+        pytest.fail("the CNN was trained before the budget was checked")
+
+    monkeypatch.setattr(digits, "train_digits_cnn", no_training)
+    code, out, err = run_cli(["demo", "--budget", "5000", "--out", tmp_path / "d"], capsys)
+    assert code == 2 and "--budget must be at most the pile's 899 rows, got 5000" in err
+    assert out == "" and not (tmp_path / "d").exists()

@@ -44,12 +44,15 @@ def run_demo(
     budget = check_int(budget, "--budget", minimum=1)
     repeats = check_int(repeats, "--repeats", minimum=2)
     check_out_dir(out, "--out")
+    n_pop = _pile_size()
+    if budget > n_pop:
+        raise LabelwiseError(f"--budget must be at most the pile's {n_pop} rows, got {budget}")
     t0 = time.perf_counter()
     ctx = digits_context(shift, mutant=mutant, seed=seed)
     took = time.perf_counter() - t0
-    n_pop, truth = len(ctx), ctx.accuracy
-    if budget > n_pop:
-        raise LabelwiseError(f"--budget must be at most the pile's {n_pop} rows, got {budget}")
+    truth = ctx.accuracy
+    if len(ctx) != n_pop:  # the split's rule changed: the budget was checked against another size
+        raise LabelwiseError(f"the demo's pile has {len(ctx)} rows, expected {n_pop}")
     print(f"labelwise demo: {ctx.name}")
     print(
         f"  trained a LeNet-style CNN on {ctx.train_labels.size} digits"
@@ -132,6 +135,16 @@ def run_demo(
         f"--probs {out}/probabilities.npy"
     )
     return 0
+
+
+def _pile_size() -> int:
+    """The operational pile's rows, known before the CNN is trained: the digits' half that
+    :func:`~labelwise.experiments.digits.digits_context` does not train on (its split, at
+    ``train_size=0.5``, trains on floor(0.5 n) of the n digits: 1797 - 898 = 899 rows)."""
+    from .experiments.digits import load_digit_images
+
+    n = len(load_digit_images()[1])
+    return n - int(np.floor(0.5 * n))
 
 
 def _estimate(sel: Selection, pop: Population) -> Estimate:
