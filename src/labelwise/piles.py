@@ -470,12 +470,15 @@ def _open_images(root: Path, spec: ImageSpec, skip_corrupt: bool, what: str) -> 
             f"{twice[:5]}; rename them"
         )
     skipped: list[tuple[str, str]] = []
+    sizes: list[tuple[int, int]] | None = None  # (width, height) of each file, when known
     if skip_corrupt:
-        kept = [
-            (f, i)
+        # one open per file: decoded to find the corrupt ones, its size read on the way
+        decoded = [
+            (f, i, _decoded_size(image_module, f, i, skipped))
             for f, i in zip(files, ids, strict=True)
-            if not _corrupt(image_module, f, i, skipped)
         ]
+        kept = [(f, i) for f, i, wh in decoded if wh is not None]
+        sizes = [wh for _, _, wh in decoded if wh is not None]
         if not kept:
             raise LabelwiseError(
                 f"{what}: none of the {len(files)} images in {root} can be decoded, e.g. "
@@ -494,8 +497,8 @@ def _open_images(root: Path, spec: ImageSpec, skip_corrupt: bool, what: str) -> 
             )
     if spec.size is None:
         first: tuple[int, int] | None = None
-        for f in files:
-            w, h = _image_header(image_module, f, what)
+        for k, f in enumerate(files):
+            w, h = _image_header(image_module, f, what) if sizes is None else sizes[k]
             if first is None:
                 first = (h, w)
             elif (h, w) != first:
@@ -576,36 +579,41 @@ def _open_images(root: Path, spec: ImageSpec, skip_corrupt: bool, what: str) -> 
     return pile
 
 
-def _corrupt(image_module: Any, f: Path, i: str, skipped: list[tuple[str, str]]) -> bool:
-    """Decode ``f`` once; if Pillow cannot, note ``(id, reason)`` in ``skipped``."""
+def _decoded_size(
+    image_module: Any, f: Path, i: str, skipped: list[tuple[str, str]]
+) -> tuple[int, int] | None:
+    """Decode ``f`` once: its (width, height) as :func:`_image_header` gives them; None, with
+    ``(id, reason)`` noted in ``skipped``, if Pillow cannot decode it."""
     try:
         with image_module.open(f) as img:
             img.load()
+            return _oriented_size(img)
     except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError ...
         skipped.append((i, " ".join(str(exc).split()) or type(exc).__name__))
-        return True
-    return False
+        return None
+
+
+def _oriented_size(img: Any) -> tuple[int, int]:
+    """(width, height) of an opened image as :func:`decode` turns it (EXIF orientation)."""
+    width, height = int(img.size[0]), int(img.size[1])
+    # EXIF orientations 5-8 turn the image by 90 degrees (decode() applies them)
+    try:
+        turned = img.getexif().get(0x0112) in (5, 6, 7, 8)
+    except Exception:  # a truncated file: decode() names it
+        turned = False
+    return (height, width) if turned else (width, height)
 
 
 def _image_header(image_module: Any, f: Path, what: str) -> tuple[int, int]:
     """(width, height) from the file's header, without decoding the pixels."""
     try:
         with image_module.open(f) as img:
-            width, height = int(img.size[0]), int(img.size[1])
-            # EXIF orientations 5-8 turn the image by 90 degrees (decode() applies them)
-            try:
-                turned = img.getexif().get(0x0112) in (5, 6, 7, 8)
-            except Exception:  # a truncated file: decode() names it
-                turned = False
-            return (height, width) if turned else (width, height)
+            return _oriented_size(img)
     except Exception as exc:
         raise LabelwiseError(
             f"{what}: cannot read image {f} ({exc}); move it away, or leave every corrupt "
             "image out with skip_corrupt=True (--skip-corrupt)"
         ) from None
-
-
-# ------------------------------------------------------------------------------ tables
 
 
 def _check_ids(path: Path, ids: list[str], id_column: str, what: str) -> None:
