@@ -51,7 +51,11 @@ def test_labels_are_checked_by_the_dependability_metrics() -> None:
     with pytest.raises(lw.LabelwiseError, match="integer class labels"):
         dependability_report(labels=y + 0.5, probabilities=probs, activations=acts)
     scores = np.array([[0.9, 0.1], [0.2, 0.8]])
-    with pytest.raises(lw.LabelwiseError, match=r"classes in \[0, 2\)"):
+    with pytest.raises(
+        lw.LabelwiseError,
+        match=r"labels must be classes in \[0, 2\) \(the 2 score columns\), got \[7, 7\] at "
+        r"positions \[0, 1\]; are the labels of another model",
+    ):
         d.scenario_performance([7, 7], scores, ["a", "a"])
     assert d.scenario_performance([0, 1], scores, ["a", "a"]).accuracy == 1.0
 

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from ._chunks import pick_rows
 from ._results import Selection
-from ._validation import check_probabilities
+from ._validation import check_classes_in_range, check_probabilities
 from .estimation import correctness, regression_scores
 from .exceptions import LabelwiseError
 from .io import load_array
@@ -88,14 +88,9 @@ def selection_scores(
         raise LabelwiseError(
             "--predictions holds non-integer values; for regression give a 'target' column"
         )
+    why = "--n-classes {n}" if n_classes is not None else f"the {{n}} columns of {flag}"
     if n_classes is None and picked.ndim == 2:
         n_classes = int(picked.shape[1])
     if n_classes is not None:
-        bad = (values < 0) | (values >= n_classes)
-        if bad.any():
-            rows = sel.indices[bad][:10].tolist()
-            raise LabelwiseError(
-                f"--labels: labels must be classes in [0, {n_classes}), got "
-                f"{values[bad][:10].tolist()} for rows {rows}"
-            )
+        check_classes_in_range(values, n_classes, "--labels", rows=sel.indices, why=why)
     return correctness(picked, values, n_classes=n_classes), "accuracy"

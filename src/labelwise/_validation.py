@@ -354,17 +354,37 @@ def check_probabilities(arr: Any, flag: str) -> None:
         )
 
 
-def check_classes_in_range(labels: NDArray[np.int64], n_classes: int, name: str) -> None:
-    """Every label a class in ``[0, n_classes)`` (the model's output columns); otherwise an
-    error naming the first bad values and their positions, and what to check."""
+def check_classes_in_range(
+    labels: NDArray[Any],
+    n_classes: int,
+    name: str,
+    *,
+    rows: ArrayLike | None = None,
+    why: str | None = "the model has {n} output columns",
+    hint: str = "are the labels of another model or numbered from 1?",
+) -> None:
+    """Every label a class in ``[0, n_classes)``; otherwise an error naming the first bad
+    values and their rows (``rows[i]`` is the pile row of ``labels[i]``; without ``rows``,
+    their positions in ``labels``), where the range comes from (``why``, ``{n}`` for
+    ``n_classes``; None: not said) and what to check (``hint``). The one check and message
+    of every "labels out of range" in labelwise:
+
+    ``labels must be classes in [0, 3) (the model has 3 output columns), got [5, -1] at rows
+    [12, 40]; are the labels of another model or numbered from 1?``
+    """
+    labels = np.asarray(labels)
     bad = (labels < 0) | (labels >= n_classes)
-    if bad.any():
-        raise LabelwiseError(
-            f"{name} must be classes in [0, {n_classes}) (the model has {n_classes} output "
-            f"columns), got {labels[bad][:5].tolist()} at positions "
-            f"{np.flatnonzero(bad)[:5].tolist()}; are the labels of another model or "
-            "numbered from 1?"
-        )
+    if not bad.any():
+        return
+    if rows is None:
+        where = f"positions {np.flatnonzero(bad)[:10].tolist()}"
+    else:
+        where = f"rows {np.asarray(rows)[bad][:10].tolist()}"
+    about = "" if why is None else f" ({why.format(n=n_classes)})"
+    raise LabelwiseError(
+        f"{name} must be classes in [0, {n_classes}){about}, got {labels[bad][:10].tolist()} "
+        f"at {where}; {hint}"
+    )
 
 
 def check_out_dir(out: Any, name: str) -> None:

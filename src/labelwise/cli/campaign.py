@@ -25,6 +25,7 @@ from .. import __version__
 from .._chunks import check_rows, pick_rows, raise_if_nonfinite
 from .._json import dumps
 from .._results import Estimate
+from .._validation import check_classes_in_range
 from ..campaign import Campaign
 from ..campaign.campaign import METHODS
 from ..estimation import correctness, regression_scores
@@ -450,12 +451,9 @@ def _scores(
             )
         if rows.size == 0:
             return np.zeros(0)
-        bad = (values < 0) | (values >= n_classes)
-        if bad.any():
-            raise LabelwiseError(
-                f"--labels: labels must be classes in [0, {n_classes}), got "
-                f"{values[bad][:10].tolist()} for rows {rows[bad][:10].tolist()}"
-            )
+        check_classes_in_range(
+            values, n_classes, "--labels", rows=rows, why="the {n} columns of --probs"
+        )
         picked = pick_rows(probs, rows)
         return correctness(picked, values, n_classes=n_classes)
     if kind != "target":

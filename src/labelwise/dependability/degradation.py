@@ -40,7 +40,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._contract import Result
 from .._json import jsonable
-from .._validation import check_confidence
+from .._validation import check_classes_in_range, check_confidence
 from ..estimation.estimators import wilson_interval
 from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 
@@ -360,12 +360,7 @@ def _correctness(labels: Any, predictions: Any) -> NDArray[np.float64]:
         y = y.astype(np.int64)
         if p.shape[1] == 0:
             raise LabelwiseError(f"predictions as (N, C) scores need C >= 1, got {p.shape}")
-        bad = (y < 0) | (y >= p.shape[1])
-        if bad.any():
-            raise LabelwiseError(
-                f"labels must be classes in [0, {p.shape[1]}) (the score columns), got "
-                f"{y[bad][:5].tolist()}"
-            )
+        check_classes_in_range(y, int(p.shape[1]), "labels", why="the {n} score columns")
         p = p.argmax(axis=1)
     p = _as_1d(p, "predictions")
     if p.size != y.size:

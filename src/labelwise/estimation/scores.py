@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validation import check_finite_array, check_magnitude
+from .._validation import check_classes_in_range, check_finite_array, check_magnitude
 from ..exceptions import LabelwiseError
 
 __all__ = ["correctness", "regression_scores"]
@@ -21,6 +21,7 @@ def correctness(
     """
     pred = check_finite_array(predictions, "predictions", ndim=(1, 2))
     lab = check_finite_array(labels, "labels", ndim=1)
+    why = None if n_classes is not None else "the {n} columns of the probabilities"
     if pred.ndim == 2:
         n_classes = pred.shape[1] if n_classes is None else n_classes
         pred = pred.argmax(axis=1)
@@ -33,12 +34,7 @@ def correctness(
             raise LabelwiseError(f"{name} must be integer class indices")
     lab = lab.astype(np.int64)
     if n_classes is not None:
-        bad = (lab < 0) | (lab >= n_classes)
-        if bad.any():
-            raise LabelwiseError(
-                f"labels must be classes in [0, {n_classes}), got {lab[bad][:5].tolist()} "
-                f"at positions {np.flatnonzero(bad)[:5].tolist()}"
-            )
+        check_classes_in_range(lab, n_classes, "labels", why=why)
     return (pred.astype(np.int64) == lab).astype(np.float64)
 
 

@@ -94,6 +94,7 @@ from .._validation import (
     RNGLike,
     check_batch_size,
     check_budget,
+    check_classes_in_range,
     check_confidence,
     check_int,
     check_model_names,
@@ -490,12 +491,14 @@ class RankingCampaign:
                 f"rows must be proposed by propose() and not yet recorded, got {what} rows "
                 f"{not_prop[:5]}"
             )
-        bad = (lab < 0) | (lab >= self.n_classes)
-        if bad.any():
-            raise LabelwiseError(
-                f"labels must be classes in [0, {self.n_classes}), got {lab[bad][:5].tolist()} "
-                "(pass n_classes= if a class is never predicted)"
-            )
+        check_classes_in_range(
+            lab,
+            self.n_classes,
+            "labels",
+            rows=r,
+            why="n_classes={n}",
+            hint="pass n_classes= if a class is never predicted",
+        )
         for x, y in zip(r.tolist(), lab.tolist(), strict=True):
             self._rows.append(x)
             self._labels.append(y)
