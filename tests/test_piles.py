@@ -672,10 +672,12 @@ def test_skip_corrupt_leaves_out_the_undecodable_images_and_names_them(tmp_path:
     assert list(pile.ids) == kept and pile.shape == (4, 1, 8, 8)
     assert [s["id"] for s in pile.describe()["skipped"]] == ["a/img_002.png", "b/img_003.png"]
     assert [i for i, _ in pile.skipped] == ["a/img_002.png", "b/img_003.png"]
+    assert pile.skipped == tuple((s["id"], s["reason"]) for s in pile.describe()["skipped"])
     for row, i in enumerate(kept):  # row r is the file ids[r]
         want = np.asarray(Image.open(tmp_path / "pile" / i), dtype=np.float32) / 255
         np.testing.assert_allclose(pile[row][0], want, rtol=1e-6)
     np.save(tmp_path / "t.npy", np.zeros((2, 2)))
+    assert open_pile(tmp_path / "t.npy").skipped == ()
     with pytest.raises(LabelwiseError, match=r"skip_corrupt \(--skip-corrupt\) applies to"):
         open_pile(tmp_path / "t.npy", skip_corrupt=True)
 

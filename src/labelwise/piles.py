@@ -161,10 +161,14 @@ class Pile:
         #: the dtype an array pile is stored in (rows are read as float32); None otherwise
         self.stored_dtype = stored_dtype
         self.ids = ids
-        #: image folders opened with ``skip_corrupt``: ``(id, reason)`` of each file left out
-        self.skipped: tuple[tuple[str, str], ...] = ()
         self._read = read
         self._info = info
+
+    @property
+    def skipped(self) -> tuple[tuple[str, str], ...]:
+        """Image folders opened with ``skip_corrupt``: ``(id, reason)`` of each file left out
+        (``describe()["skipped"]`` as pairs; empty for every other pile)."""
+        return tuple((s["id"], s["reason"]) for s in self._info.get("skipped", ()))
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -567,7 +571,7 @@ def _open_images(root: Path, spec: ImageSpec, skip_corrupt: bool, what: str) -> 
     info: dict[str, Any] = {"root": str(root.resolve()), "preprocessing": spec.to_dict()}
     if skip_corrupt:
         info["skipped"] = [{"id": i, "reason": why} for i, why in skipped]
-    pile = Pile(
+    return Pile(
         kind="images",
         path=root,
         shape=(len(files), *row_shape),
@@ -575,8 +579,6 @@ def _open_images(root: Path, spec: ImageSpec, skip_corrupt: bool, what: str) -> 
         ids=ids,
         info=info,
     )
-    pile.skipped = tuple(skipped)
-    return pile
 
 
 def _decoded_size(

@@ -311,10 +311,7 @@ def _labelled_part(
     used (taking them would pick rows by whether they were labelled). No labelled prefix is
     an error saying which row to label first.
     """
-    rows, kind, values = ws.read_label_file(
-        path, n_rows=sel.population_size, allowed=set(sel.indices.tolist())
-    )
-    have = dict(zip(rows.tolist(), values.tolist(), strict=True))
+    kind, have = ws.selected_labels(path, sel)  # what read_labels reads, missing rows allowed
     done = np.asarray([int(r) in have for r in sel.indices], dtype=bool)
     k = sel.budget if done.all() else int(np.argmin(done))
     if k == 0:

@@ -493,6 +493,23 @@ class Workspace:
             n_classes=n_classes,
         )
 
+    def selected_labels(
+        self, path: str | Path, sel: Selection, *, n_classes: int | None = None
+    ) -> tuple[str, dict[int, Any]]:
+        """The label column's kind and ``{row: label}`` of the selected rows that have one.
+
+        Rows outside the pile and labels for rows that were not selected are errors that
+        name the file's lines (:meth:`read_label_file`); what a missing label means is the
+        caller's (:meth:`read_labels`: an error; a report: a labelled prefix).
+        """
+        rows, kind, values = self.read_label_file(
+            path,
+            n_rows=sel.population_size,
+            allowed=set(sel.indices.tolist()),
+            n_classes=n_classes,
+        )
+        return kind, dict(zip(rows.tolist(), values.tolist(), strict=True))
+
     def read_labels(
         self, path: str | Path, sel: Selection, *, n_classes: int | None = None
     ) -> tuple[str, NDArray[Any]]:
@@ -501,14 +518,7 @@ class Workspace:
         Rows outside the pile, labels for rows that were not selected (they would bias the
         estimate) and selected rows without a label are errors that name the rows.
         """
-        # rows outside the pile and rows not selected are refused by the reader, by line
-        rows, kind, values = self.read_label_file(
-            path,
-            n_rows=sel.population_size,
-            allowed=set(sel.indices.tolist()),
-            n_classes=n_classes,
-        )
-        have = dict(zip(rows.tolist(), values.tolist(), strict=True))
+        kind, have = self.selected_labels(path, sel, n_classes=n_classes)
         missing = [int(r) for r in sel.indices if int(r) not in have]
         if missing:
             raise LabelwiseError(
