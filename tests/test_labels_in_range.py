@@ -107,3 +107,18 @@ def test_every_place_gives_the_one_message(
         f"{HINT}"
     ):
         _scores(args, st, "label", np.array([5, 7]), np.array([1, -1]))
+
+
+def test_rank_models_gives_the_one_message() -> None:
+    # the seventh copy (estimation.ranking._check_labels) said "labels must be classes in
+    # [0, 3), got [3] at positions [1]" with no source of the range and no hint
+    probs = np.stack([np.eye(3)[[0, 1, 2, 0]], np.eye(3)[[0, 1, 1, 0]]])
+    with _raises(
+        "labels must be classes in [0, 3) (the 3 columns of the predicted probabilities), got "
+        f"[3] at positions [1]; {HINT}"
+    ):
+        lw.rank_models(probs, [0, 3, 2, 0])
+    with _raises(
+        "labels must be classes >= 0, got [-2] at positions [2]; are the labels of another model?"
+    ):
+        lw.rank_models(np.array([[0, 1, 2, 0], [0, 1, 1, 0]]), [0, 1, -2, 0])

@@ -17,6 +17,7 @@ from scipy import stats
 from .._results import Ranking, Selection
 from .._validation import (
     RNGLike,
+    check_classes_in_range,
     check_confidence,
     check_finite_array,
     check_int,
@@ -184,12 +185,16 @@ def _check_labels(labels: ArrayLike, n_classes: int | None) -> NDArray[np.int64]
     if lab.dtype.kind == "f" and not np.all(lab == np.round(lab)):
         raise LabelwiseError("labels must be integer class labels")
     lab = lab.astype(np.int64)
-    bad = lab < 0 if n_classes is None else (lab < 0) | (lab >= n_classes)
+    if n_classes is not None:
+        check_classes_in_range(
+            lab, n_classes, "labels", why="the {n} columns of the predicted probabilities"
+        )
+        return lab
+    bad = lab < 0
     if bad.any():
-        allowed = ">= 0" if n_classes is None else f"in [0, {n_classes})"
         raise LabelwiseError(
-            f"labels must be classes {allowed}, got {lab[bad][:5].tolist()} at positions "
-            f"{np.flatnonzero(bad)[:5].tolist()}"
+            f"labels must be classes >= 0, got {lab[bad][:10].tolist()} at positions "
+            f"{np.flatnonzero(bad)[:10].tolist()}; are the labels of another model?"
         )
     return lab
 
