@@ -6,6 +6,7 @@ import dataclasses
 import pickle
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -264,6 +265,24 @@ def test_digits_cnn_architecture() -> None:
     assert linears[-1].in_features == 64 and linears[-1].out_features == 10
     clone = pickle.loads(pickle.dumps(model))
     assert type(clone) is cls
+
+
+@needs_torch
+def test_digits_cnn_can_be_scripted() -> None:
+    """torch.jit.script(model), as examples/dependability_digits.py saves it: the shared
+    embed/forward (_FeaturesHiddenHead) failed to script ('Unknown type annotation:
+    Callable', then 'no attribute channelless_rank'); the scripted model gives the same
+    logits and embedding, with or without the channel axis."""
+    torch.manual_seed(0)
+    model = digits.DigitsCNN().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript is deprecated in 2.13
+        scripted = torch.jit.script(model)
+    x = torch.randn(4, 8, 8)
+    with torch.no_grad():
+        assert torch.equal(scripted(x), model(x))
+        assert torch.equal(scripted(x.unsqueeze(1)), model(x))
+        assert torch.equal(scripted.embed(x), model.embed(x))
 
 
 @needs_torch

@@ -11,6 +11,7 @@ import pickle
 import random
 import subprocess
 import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -195,6 +196,22 @@ def test_cnn_architecture() -> None:
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     assert linears[-1].in_features == 64 and linears[-1].out_features == 10
     assert type(pickle.loads(pickle.dumps(model))) is cls
+
+
+@pytest.mark.skipif(torch is None, reason="needs labelwise[torch]")
+def test_cnn_can_be_scripted() -> None:
+    """torch.jit.script(model) failed on the shared embed/forward (_FeaturesHiddenHead:
+    'Unknown type annotation: Callable'); the scripted model gives the same logits."""
+    torch.manual_seed(0)
+    model = mnist1d.Mnist1dCNN().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript is deprecated in 2.13
+        scripted = torch.jit.script(model)
+    x = torch.randn(4, 40)
+    with torch.no_grad():
+        assert torch.equal(scripted(x), model(x))
+        assert torch.equal(scripted(x.unsqueeze(1)), model(x))
+        assert torch.equal(scripted.embed(x), model.embed(x))
 
 
 @pytest.mark.skipif(torch is None, reason="needs labelwise[torch]")

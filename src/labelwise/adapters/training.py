@@ -169,9 +169,13 @@ class _FeaturesHiddenHead:
     """
 
     channelless_rank: int
-    features: Callable[[torch.Tensor], torch.Tensor]
-    hidden: Callable[[torch.Tensor], torch.Tensor]
-    head: Callable[[torch.Tensor], torch.Tensor]
+    # TorchScript (torch.jit.script, as examples/dependability_digits.py does) sees a class
+    # attribute only as a constant, and refuses a Callable annotation: those are for mypy
+    __constants__ = ("channelless_rank",)
+    if TYPE_CHECKING:
+        features: Callable[[torch.Tensor], torch.Tensor]
+        hidden: Callable[[torch.Tensor], torch.Tensor]
+        head: Callable[[torch.Tensor], torch.Tensor]
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         """The last hidden representation (input of ``head``), shape ``(N, 64)``."""
