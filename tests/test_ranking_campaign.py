@@ -832,6 +832,46 @@ def test_identical_models_get_one_posterior() -> None:
     assert rs.ci_low[0] <= truth <= rs.ci_high[0]
 
 
+@pytest.mark.parametrize(("rep", "n_labels"), [(0, 60), (3, 150)])
+def test_copies_far_apart_get_the_same_estimate_to_the_last_bit(rep, n_labels) -> None:
+    """Copies of models 0 and 1 at rows 24-26 of the herd-led zoo: one accuracy each.
+
+    The per-model products (``resid @ w``, the mixture's ``weights @ means``) rounded
+    differently at another row offset: the copies' accuracies differed by 4e-16 (rep 0, 60
+    labels; also before the limited translation). At rep 3, 150 labels, the limited
+    translation binds on model 0 and its copy (gate 0.39).
+    """
+    gen = np.random.default_rng([3, rep])
+    acc = np.r_[0.94, [0.925, 0.92, 0.915], gen.uniform(0.80, 0.87, 10)]
+    acc = np.r_[acc, gen.uniform(0.5, 0.75, 10)]
+    fam = np.r_[1, np.zeros(13), 2 + np.arange(10)]
+    zoo = synthetic_zoo(
+        acc,
+        3000,
+        correlation=0.3,
+        family_correlation=0.5,
+        confusion=0.8,
+        shared_confusion=0.2,
+        families=fam,
+        rng=gen,
+    )
+    pred = np.r_[zoo.predictions, zoo.predictions[[0, 1, 1]]]
+    camp = lw.RankingCampaign(pred, rng=rep, n_draws=500)
+    while camp.n_labelled < n_labels:
+        rows = camp.propose(30)
+        camp.record(rows, zoo.labels[rows])
+    est, cov = camp.estimate()
+    r = camp.ranking()
+    assert r.prob_best is not None and r.design_accuracy is not None
+    for a, b in ((0, 24), (1, 25), (1, 26)):
+        assert est[a] == est[b] and r.accuracy[a] == r.accuracy[b]
+        np.testing.assert_array_equal(cov[a], cov[b])
+        assert r.ci_low[a] == r.ci_low[b] and r.ci_high[a] == r.ci_high[b]
+        assert r.design_accuracy[a] == r.design_accuracy[b]
+        assert r.prob_best[a] == r.prob_best[b] and r.rank[a] == r.rank[b]
+    np.testing.assert_array_equal(r.accuracy, est)
+
+
 def test_accuracies_stay_in_the_unit_interval() -> None:
     # a model right on every input: the shrinkage must not carry its accuracy past 1
     zoo = synthetic_zoo([0.8, 0.75, 0.7], 200, n_classes=3, rng=0)

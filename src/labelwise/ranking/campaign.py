@@ -532,7 +532,7 @@ class RankingCampaign:
         gate = _leader_shrinkage_gate(mean, post.design)
         cov = post.cov()
         moved, pad = _limited_translation(mean, cov, post.design, gate)
-        return moved, cov + pad
+        return moved, _tie_copies(cov + pad, self._reps, self._group)
 
     def ranking(self, *, confidence: float = 0.95, rank_level: float = 0.9) -> Ranking:
         """The models ranked, with intervals, ``prob_best``, ``prob_beats`` and rank sets."""
@@ -548,7 +548,7 @@ class RankingCampaign:
             gate = _leader_shrinkage_gate(pooled, post.design)
             cov = post.cov()
             mean, pad = _limited_translation(pooled, cov, post.design, gate)
-            cov = cov + pad
+            cov = _tie_copies(cov + pad, self._reps, self._group)
             contrast = self._contrast_floor * gate
             draws = self._posterior(guard, contrast).draws(self._gen, self._n_draws)
             if (mean != pooled).any():  # the limited translation: its posterior's draws
@@ -597,7 +597,10 @@ class RankingCampaign:
                 ci_high = np.maximum(ci_high, np.maximum(ppi_high, d_mean + z * d_se))
                 # and never narrower than the interval post-stratified on the rows where
                 # every model agrees (_stratified_intervals)
-                st_low, st_high = self._stratified_intervals(lab, conf)
+                st_low, st_high = (
+                    _tie_copies(b, self._reps, self._group)
+                    for b in self._stratified_intervals(lab, conf)
+                )
                 ci_low = np.minimum(ci_low, st_low)
                 ci_high = np.maximum(ci_high, st_high)
         return Ranking(
@@ -790,8 +793,9 @@ class RankingCampaign:
         out = _Mixture(mix.weights, shift[None, :] + f * mix.means, mix.covs * f**2)
         if reps.size < m:
             out.copies = (reps, group)
-        # the design-based (no pooling) PPI estimate and covariance
-        out.design = (shift + f * delta_hat, raw_sigma * f**2)
+        # the design-based (no pooling) PPI estimate and covariance, equal for copies
+        d_mean, d_cov = shift + f * delta_hat, raw_sigma * f**2
+        out.design = (_tie_copies(d_mean, reps, group), _tie_copies(d_cov, reps, group))
         return out
 
     def _power(
@@ -984,14 +988,16 @@ class _Mixture:
         return cls(np.ones(1), mean[None, :], cov[None, :, :])
 
     def mean(self) -> NDArray[np.float64]:
-        return np.asarray(self.weights @ self.means)
+        mu = np.asarray(self.weights @ self.means)
+        return mu if self.copies is None else _tie_copies(mu, *self.copies)
 
     def cov(self) -> NDArray[np.float64]:
         """Total covariance: within-component plus the spread of the component means."""
         mu = self.mean()
         dev = self.means - mu[None, :]
         within = np.einsum("k,kij->ij", self.weights, self.covs)
-        return np.asarray(within + (dev * self.weights[:, None]).T @ dev)
+        cov = np.asarray(within + (dev * self.weights[:, None]).T @ dev)
+        return cov if self.copies is None else _tie_copies(cov, *self.copies)
 
     def prob_beats(self) -> NDArray[np.float64]:
         """P(a beats b) in closed form: sum_k w_k Phi((mu_ka - mu_kb) / sd_k(a - b))."""
@@ -1614,6 +1620,21 @@ def _copies(pred: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int6
                 group[b] = a
     reps = np.flatnonzero(group == np.arange(m)).astype(np.int64)
     return reps, np.searchsorted(reps, group).astype(np.int64)
+
+
+def _tie_copies(
+    x: NDArray[np.float64], reps: NDArray[np.int64], group: NDArray[np.int64]
+) -> NDArray[np.float64]:
+    """``x`` (per model, or model x model) with every copy given its representative's values.
+
+    A product or sum over a model's row (BLAS, numpy's SIMD reductions) can round
+    differently at another row offset, so identical models' estimates differed in the last
+    bit (4e-16 at rows 0 and 24 of a 27-model zoo): the same model must get one accuracy.
+    """
+    if reps.size == group.size:
+        return x
+    idx = reps[group]
+    return x[idx] if x.ndim == 1 else x[np.ix_(idx, idx)]
 
 
 def _share_ties(prob_best: NDArray[np.float64], group: NDArray[np.int64]) -> NDArray[np.float64]:
