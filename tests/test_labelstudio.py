@@ -491,6 +491,34 @@ def test_a_rerun_keeps_an_edited_task_file(
     assert not (d / "label-studio-tasks.new.new.json").exists()
 
 
+def test_a_rerun_keeps_an_edited_new_task_file_too(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The task file edited, export wrote label-studio-tasks.new.json beside it; the user then
+    edited that one too (annotations added) and a re-run (after 'next') replaced it without a
+    word: the edits were lost. Now export refuses, naming both files, and writes nothing."""
+    d = _campaign(pile, "camp", capsys)
+    tasks_file = d / "label-studio-tasks.json"
+    new = d / "label-studio-tasks.new.json"
+    tasks = _export(d, capsys)
+    tasks_file.write_text(json.dumps([dict(t, annotations=[_annotation("cat")]) for t in tasks]))
+    assert run_cli(["next", d, "--batch", "10"], capsys)[0] == 0
+    assert run_cli(["export", d], capsys)[0] == 0
+    made = json.loads(new.read_text())
+    new.write_text(json.dumps([dict(t, annotations=[_annotation("dog")]) for t in made[:3]]))
+    before, state = new.read_bytes(), (d / "export.state.json").read_bytes()
+    assert run_cli(["next", d, "--batch", "10"], capsys)[0] == 0
+    code, _out, err = run_cli(["export", d], capsys)
+    assert code != 0 and "Traceback" not in err
+    assert f"{tasks_file} and {new} both hold tasks" in err
+    assert new.read_bytes() == before and (d / "export.state.json").read_bytes() == state
+    # moved away: the next export writes beside the kept task file again
+    new.rename(d / "mine.json")
+    code, out, err = run_cli(["export", d], capsys)
+    assert code == 0 and f"tasks:  {new}" in out, err
+    assert [t["data"]["labelwise_row"] for t in json.loads(new.read_text())] == _to_label(d)
+
+
 def test_export_keeps_a_json_file_it_did_not_write(
     pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -34,7 +34,7 @@ def add_parser(sub: Any) -> None:
             "earlier export is kept, and the new one written as <stem>.config.new.xml). "
             "A re-run rewrites the task file it wrote (the rows waiting now); one edited "
             "since, or one export did not write, is kept and the new tasks written as "
-            "<stem>.new.json. "
+            "<stem>.new.json (refused if that one was edited too). "
             "Import the tasks into a Label Studio project with that config, label, export as "
             "JSON (or JSON-MIN) and "
             "read the export back with 'labelwise import DIR EXPORT.json'."
@@ -140,6 +140,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     if kept_tasks is not None:
         out = out.with_name(f"{stem}.new.json")
         check_output_file(out, args.dir, "--out", suffixes=(".json",))
+        if _tasks_edited(out, text, written):  # the place beside it is theirs too
+            raise LabelwiseError(
+                f"{kept_tasks} and {out} both hold tasks this command did not write there "
+                "(edited since, as with annotations added): neither is replaced; move one "
+                "of them away, or give --out another .json file, and export again"
+            )
     # a config the user edited (more choices, another layout) is theirs: kept, and this
     # run's config goes beside it; one as an earlier export wrote it is simply rewritten
     kept = config_path if _differs(config_path, config) else None
