@@ -519,6 +519,25 @@ def test_a_rerun_keeps_an_edited_new_task_file_too(
     assert [t["data"]["labelwise_row"] for t in json.loads(new.read_text())] == _to_label(d)
 
 
+def test_a_rerun_in_a_moved_directory_rewrites_its_own_task_file(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The campaign directory renamed after an export ('next' works there): the task file,
+    untouched, was recorded under its old path, so a re-run kept it 'as after an edit' and
+    wrote label-studio-tasks.new.json beside it. It is export's own (its sha256 recorded):
+    rewritten in place with the rows waiting now."""
+    d = _campaign(pile, "camp", capsys)
+    _export(d, capsys)
+    moved = d.with_name("camp moved")
+    d.rename(moved)
+    assert run_cli(["next", moved, "--batch", "10"], capsys)[0] == 0
+    code, out, err = run_cli(["export", moved], capsys)
+    assert code == 0 and "kept:" not in out, err
+    assert not (moved / "label-studio-tasks.new.json").exists()
+    tasks = json.loads((moved / "label-studio-tasks.json").read_text())
+    assert [t["data"]["labelwise_row"] for t in tasks] == _to_label(moved)
+
+
 def test_export_keeps_a_json_file_it_did_not_write(
     pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:

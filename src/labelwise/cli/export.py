@@ -188,13 +188,14 @@ def _written(ws: Workspace) -> dict[str, str]:
 
 
 def _tasks_edited(path: Path, text: str, written: dict[str, str]) -> bool:
-    """Whether ``path`` holds a task file other than the one export last wrote there (its
-    sha256 in ``written``) and other than ``text``: edited since, or not export's."""
+    """Whether ``path`` holds a task file other than one export wrote (its sha256 among those
+    in ``written``, under whatever path: the directory may have been moved or reached by
+    another name since) and other than ``text``: edited since, or not export's."""
     if not path.is_file() or path.is_symlink():
         return False  # nothing there, or something check_output_file refuses anyway
     try:
         digest = file_digest(path)
-        if digest == written.get(str(path.resolve())):
+        if digest in written.values():
             return False
         return path.read_text(encoding="utf-8") != text
     except (OSError, UnicodeDecodeError):
