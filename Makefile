@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-base lint bench study clean
+.PHONY: demo test test-base lint bench study peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,5 +51,24 @@ bench: $(STAMP)
 study: $(STAMP)
 	$(BIN)/labelwise study operational --force
 
+# The maintained peers (ppi_py, ssepy) beside the Campaign on the study's 8 classification
+# contexts (benchmarks/peers.py; README "Sequential campaign"). The peers live in their own
+# venv, never in labelwise's dependencies; no torch there. GLIDE needs Python >= 3.12.
+PEERS_VENV := benchmarks/.venv-peers
+PEERS_STAMP := $(PEERS_VENV)/.installed
+PEERS_DIR ?= /tmp/lw-peers
+
+$(PEERS_STAMP): constraints.txt
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PEERS_VENV)/bin/python -m pip install --quiet -c constraints.txt numpy scipy scikit-learn ppi-python==0.2.3 ssepy==0.1.1
+	$(PEERS_VENV)/bin/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is not None)"
+	touch $(PEERS_STAMP)
+
+peers: $(STAMP) $(PEERS_STAMP)
+	$(BIN)/python benchmarks/peers.py dump $(PEERS_DIR)
+	nice -n 10 $(PEERS_VENV)/bin/python benchmarks/peers.py run $(PEERS_DIR) --repetitions 200 --jobs 2
+	nice -n 10 $(BIN)/python benchmarks/peers.py campaign $(PEERS_DIR) --repetitions 500
+
 clean:
-	rm -rf $(VENV) $(BASE_VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BASE_VENV) $(PEERS_VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
