@@ -11,7 +11,7 @@ piles as the Campaign's table in README.md, with the study's measures:
   ``srs_select`` + ``srs_estimate``, Wilson with the finite-population factor, simulated by
   the study's own ``_run_srs``, same seeds, in the ``dump`` half).
 
-Two halves, two environments, so that no peer becomes a dependency of labelwise:
+Two halves in two environments, so that no peer becomes a dependency of labelwise:
 
 ``dump DIR``  (the project venv: ``PYTHONPATH=src .venv/bin/python benchmarks/peers.py dump
 DIR``) writes ``DIR/<context>.npz`` with the pile (scores, probabilities, activations) and
@@ -38,7 +38,11 @@ repetition, each a fresh one-shot design as the peers' docs use them:
 * ``ssepy-df``: the same sample, ssepy's power-tuned difference estimator
   (``estimator="df", tune_power=True``).
 
-GLIDE (``glide-py``) requires Python >= 3.12 and is not run here (Python 3.11).
+``campaign DIR`` (the project venv) runs the study's ``auto`` Campaign at the dumped sizes,
+for a row at exactly the peers' sizes.
+
+GLIDE (``glide-py``) requires Python >= 3.12 and is not run here (Python 3.11); DeepSample
+is not on PyPI. ``make peers`` builds the venv and runs all three commands.
 """
 
 from __future__ import annotations
