@@ -160,6 +160,14 @@ def dump_populations(
     return paths
 
 
+def _dumped(in_dir: str) -> list[str]:
+    files = sorted(os.listdir(in_dir)) if os.path.isdir(in_dir) else []
+    files = [f for f in files if f.endswith(".npz")]
+    if not files:
+        raise SystemExit(f"no .npz in {in_dir}: run `peers.py dump {in_dir}` first")
+    return files
+
+
 def load_context(path: str) -> dict[str, Any]:
     """What ``dump`` wrote, as plain arrays (no labelwise needed)."""
     with np.load(path) as z:
@@ -172,7 +180,7 @@ def campaign(in_dir: str, *, repetitions: int = 500, seed: int = 0) -> str:
     """The study's ``auto`` Campaign on the dumped contexts at the dumped sizes: its table."""
     from labelwise.experiments.campaign_study import load_populations, run_campaign_study
 
-    files = sorted(f for f in os.listdir(in_dir) if f.endswith(".npz"))
+    files = _dumped(in_dir)
     names = [os.path.splitext(f)[0] for f in files]
     sizes = [int(s) for s in load_context(os.path.join(in_dir, files[0]))["sizes"]]
     study = run_campaign_study(
@@ -341,9 +349,7 @@ def run(
     jobs: int = 1,
     progress: Callable[[str], None] | None = print,
 ) -> dict[str, dict[str, dict[str, float]]]:
-    files = sorted(f for f in os.listdir(in_dir) if f.endswith(".npz"))
-    if not files:
-        raise SystemExit(f"no .npz in {in_dir}: run `peers.py dump {in_dir}` first")
+    files = _dumped(in_dir)
     tasks = [(os.path.join(in_dir, f), repetitions, tuple(methods), seed) for f in files]
     if jobs > 1:
         from multiprocessing import Pool
