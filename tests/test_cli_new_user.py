@@ -277,3 +277,19 @@ def test_demo_checks_its_budget_against_the_pile_before_training(
     code, out, err = run_cli(["demo", "--budget", "5000", "--out", tmp_path / "d"], capsys)
     assert code == 2 and "--budget must be at most the pile's 899 rows, got 5000" in err
     assert out == "" and not (tmp_path / "d").exists()
+
+
+def test_a_misspelt_image_folder_is_called_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'capture --inputs imagez/ --image-size 28x28 --channels 1' with the folder misspelt
+    said '--image-size, --channels apply only to a folder of images, not to imagez; drop it'
+    (the user gave a folder, it just is not there); it now says the folder does not exist."""
+    code, _, err = run_cli(
+        ["capture", "--model", tmp_path / "m.onnx", "--inputs", f"{tmp_path / 'imagez'}/",
+         "--image-size", "28x28", "--channels", "1", "--out", tmp_path / "cap"],
+        capsys,
+    )  # fmt: skip
+    assert code == 2
+    assert err.strip().endswith(f"--inputs: {tmp_path / 'imagez'} does not exist"), err
+    assert "drop it" not in err and "Traceback" not in err

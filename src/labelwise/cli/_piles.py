@@ -97,7 +97,7 @@ def open_inputs(args: argparse.Namespace) -> Pile:
     image = None
     if args.inputs.is_dir() and not is_zarr_store(args.inputs):
         image = ImageSpec(**given)
-    elif given:
+    elif given and args.inputs.exists():  # a missing folder: open_pile_as says so
         flags = ", ".join("--" + ("image-size" if k == "size" else k) for k in given)
         verb = "apply" if len(given) > 1 else "applies"
         raise LabelwiseError(
