@@ -293,3 +293,27 @@ def test_a_misspelt_image_folder_is_called_missing(
     assert code == 2
     assert err.strip().endswith(f"--inputs: {tmp_path / 'imagez'} does not exist"), err
     assert "drop it" not in err and "Traceback" not in err
+
+
+def test_a_labels_file_not_in_utf8_says_how_to_save_it(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A labels file saved in Latin-1 (a class name with an accent on line 3) said
+    "cannot read l.csv ('utf-8' codec can't decode byte 0xe9 in position 19: invalid
+    continuation byte)", and '--labels activations.npy' the same about byte 0x93; now the
+    line and how to save it, and that the .npy is an array, not labels."""
+    d = pile["dir"]
+    code, _, err = run_cli(
+        ["select", "--method", "srs", "--budget", "2", "--seed", "0", "--probs", pile["probs"],
+         "--out", d / "sel"], capsys)  # fmt: skip
+    assert code == 0, err
+    (d / "l.csv").write_bytes(b"row,label\n0,1\n1,caf\xe9\n")
+    code, _, err = run_cli(["estimate", d / "sel", "--labels", d / "l.csv"], capsys)
+    assert code == 2
+    assert err.strip().endswith(
+        "l.csv is not UTF-8 text (line 3 holds byte 0xe9); save it as UTF-8 "
+        "(a spreadsheet's 'CSV UTF-8')"
+    ), err
+    code, _, err = run_cli(["estimate", d / "sel", "--labels", pile["acts"]], capsys)
+    assert code == 2
+    assert err.strip().endswith("acts.npy is a NumPy array, not a CSV of labels (row,label)")

@@ -39,6 +39,31 @@ __all__ = [
 ]
 
 
+def _not_utf8(path: Path, what: str) -> str:
+    """The message for a labels file that is not UTF-8 text: a binary file (a NumPy array, a
+    spreadsheet's .xlsx) is named as such; a text file in another encoding gets the line of
+    its first byte that is not UTF-8 and how to save it."""
+    raw = path.read_bytes()
+    if raw.startswith(b"\x93NUMPY"):
+        return f"{what}: {path} is a NumPy array, not a CSV of labels (row,label)"
+    if raw.startswith(b"PK\x03\x04"):
+        return (
+            f"{what}: {path} is a zip file (an .xlsx workbook?), not a CSV of labels: save it as "
+            "'CSV UTF-8' (row,label)"
+        )
+    try:
+        raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        bad = exc.start
+    else:  # pragma: no cover - read as text, it failed
+        return f"{what}: {path} is not UTF-8 text; save it as UTF-8 (a spreadsheet's 'CSV UTF-8')"
+    line = raw[:bad].count(b"\n") + 1
+    return (
+        f"{what}: {path} is not UTF-8 text (line {line} holds byte 0x{raw[bad]:02x}); save it as "
+        "UTF-8 (a spreadsheet's 'CSV UTF-8')"
+    )
+
+
 def atomic_write(
     path: str | os.PathLike[str], write: Callable[[IO[Any]], object], *, binary: bool = False
 ) -> None:
@@ -324,7 +349,9 @@ def read_labels_csv(
             fh.seek(0)
             header = next(reader, None)
             body = [r for r in reader if r and any(c.strip() for c in r)]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except UnicodeDecodeError:
+        raise LabelwiseError(_not_utf8(p, what)) from None
+    except (OSError, csv.Error) as exc:
         raise LabelwiseError(f"{what}: cannot read {p} ({exc})") from None
     if header is None:
         raise LabelwiseError(f"{what}: {p} is empty")
