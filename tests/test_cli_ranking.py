@@ -400,6 +400,37 @@ def test_one_models_capture_as_predictions_says_how_to_stack_models(
             assert "Traceback" not in err
 
 
+def test_transposed_predictions_are_named_as_transposed(
+    zoo: dict, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Predictions saved as (inputs, models), as a pandas table of one column per model
+    gives them: 'select --method sds --budget 20' said 'budget must be in [1, 6] (the
+    population has 6 rows), got 20' (a pile of 6 rows?), and with --budget 3 it selected 3
+    of the 6 models. Now both select and rank say it is transposed and how to swap it."""
+    d = zoo["dir"]
+    preds = np.load(d / "preds.npy")
+    np.save(tmp_path / "t.npy", preds.T)
+    np.save(tmp_path / "t3.npy", np.swapaxes(np.load(d / "probs.npy"), 0, 1))
+    argv = ["select", "--method", "sds", "--budget", "30", "--predictions",
+            str(d / "preds.npy"), "--out", str(tmp_path / "sel"), "--seed", "0"]  # fmt: skip
+    assert main(argv) == 0
+    labels = _label(tmp_path / "sel", zoo["labels"])
+    m, n = preds.shape
+    for name, budget in (("t.npy", 20), ("t.npy", 3), ("t3.npy", 3)):
+        for argv in (
+            ["select", "--method", "sds", "--budget", str(budget), "--out", str(tmp_path / "s")],
+            ["rank", str(tmp_path / "sel"), "--labels", str(labels)],
+        ):
+            capsys.readouterr()
+            assert main([*argv, "--predictions", str(tmp_path / name)]) == 2
+            err = capsys.readouterr().err
+            assert (
+                f"{n} models of {m} inputs each, more models than inputs; is it transposed?" in err
+            )
+            assert f"np.swapaxes(np.load('{tmp_path / name}'), 0, 1)" in err, err
+            assert not (tmp_path / "s").exists()
+
+
 def test_rank_of_a_cppi_selection_refuses_other_predictions(
     zoo: dict, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

@@ -32,11 +32,13 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-def check_model_stack(preds: Any, flag: str, n_rows: int | None = None) -> None:
+def check_model_stack(preds: Any, flag: str, n_rows: int | None = None, path: Any = None) -> None:
     """``preds`` must be M models' outputs over the pile: (M, N) classes or (M, N, C)
     probabilities (N = ``n_rows`` when known). One model's capture given instead (its
     predictions.npy, (N,), or probabilities.npy, (N, C) non-integer) is named as such, with
-    how to stack several captures: the error said only which shapes it takes."""
+    how to stack several captures: the error said only which shapes it takes. More models
+    than inputs (an (N, M) table) is named as transposed, with how to swap ``path``'s axes:
+    the error was a budget out of range of a 6-row "pile"."""
     shape = tuple(preds.shape)
     n = "inputs" if n_rows is None else str(n_rows)
     head = f"{flag} must be (models, {n}) or (models, {n}, classes), got shape {shape}"
@@ -51,6 +53,14 @@ def check_model_stack(preds: Any, flag: str, n_rows: int | None = None) -> None:
             'files, one per model in the same row order, into one: python -c "import numpy '
             "as np; np.save('preds.npy', np.stack([np.load(f) for f in ['a/predictions.npy', "
             "'b/predictions.npy']]))\" (numpy.stack of probabilities.npy files gives (M, N, C))"
+        )
+    if len(shape) in (2, 3) and shape[0] > shape[1] and shape[0] == (n_rows or shape[0]):
+        # (N, M) as pandas or a list of per-input rows gives it: more models than inputs
+        axes = "(models, inputs)" if len(shape) == 2 else "(models, inputs, classes)"
+        raise LabelwiseError(
+            f"{head}: {shape[0]} models of {shape[1]} inputs each, more models than inputs; "
+            f'is it transposed? save it as {axes}: python -c "import numpy as np; '
+            f"np.save('preds.npy', np.swapaxes(np.load('{path or 'FILE'}'), 0, 1))\""
         )
     if len(shape) not in (2, 3) or (n_rows is not None and shape[1] != n_rows):
         raise LabelwiseError(head)

@@ -84,7 +84,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
         preds = ws.load_source("predictions")
     else:
         raise LabelwiseError("--predictions is required: the selection did not record them")
-    check_model_stack(preds, "--predictions", sel.population_size)
+    check_model_stack(preds, "--predictions", sel.population_size, args.predictions)
     if args.predictions is not None and recorded and sel.method != "cppi":
         _same_predictions(args.predictions, preds, ws, sel)  # cppi checks its fingerprint
     _note_unpredicted_classes(labels, preds, ws, sel)

@@ -157,7 +157,7 @@ def cmd_select(args: argparse.Namespace) -> int:
         if found is not None:
             arrays["probs"] = ws.add_source("probs", found, "--probs")
     if "predictions" in arrays:
-        check_model_stack(arrays["predictions"], "--predictions")
+        check_model_stack(arrays["predictions"], "--predictions", path=args.predictions)
     if "probs" in arrays and method.data != "probs":
         check_probabilities(arrays["probs"], "--probs")  # values outside [0, 1]: not confidences
     rows = {a.shape[1] if k == "predictions" else a.shape[0] for k, a in arrays.items()}
