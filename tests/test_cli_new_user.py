@@ -3,6 +3,7 @@ message (or none), run end to end through the CLI or the public API."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -317,3 +318,25 @@ def test_a_labels_file_not_in_utf8_says_how_to_save_it(
     code, _, err = run_cli(["estimate", d / "sel", "--labels", pile["acts"]], capsys)
     assert code == 2
     assert err.strip().endswith("acts.npy is a NumPy array, not a CSV of labels (row,label)")
+
+
+def test_a_torchscript_model_refusing_the_rows_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A TorchScript model of 4 inputs given a table of 3 columns said '...: RuntimeError: The
+    following operation failed in the TorchScript interpreter.' (the first line of the
+    scripted traceback); it now gives the error at its end, as for an eager model."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript is deprecated in 2.13
+        torch.jit.script(model.eval()).save(str(tmp_path / "m.pt"))
+    (tmp_path / "t.csv").write_text("a,b,c\n" + "0.1,0.2,0.3\n" * 6)
+    code, _, err = run_cli(
+        ["capture", "--model", tmp_path / "m.pt", "--inputs", tmp_path / "t.csv",
+         "--out", tmp_path / "cap"], capsys)  # fmt: skip
+    assert code == 2
+    assert "RuntimeError: mat1 and mat2 shapes cannot be multiplied (6x3 and 4x5);" in err, err
+    assert "TorchScript interpreter" not in err and "Traceback" not in err
+    assert "the rows are the 3 columns 'a', 'b', 'c' of" in err

@@ -670,8 +670,14 @@ def _model_classes(model: torch.nn.Module) -> tuple[str, ...] | None:
 
 
 def _short(exc: BaseException, limit: int = 200) -> str:
+    """The first line of ``exc``'s message, at most ``limit`` characters; for an error
+    inside a TorchScript model the last line, the error itself (the first is only "The
+    following operation failed in the TorchScript interpreter.", the rest its traceback)."""
     text = str(exc).strip().splitlines()
     first = text[0] if text else type(exc).__name__
+    if first.startswith("The following operation failed in the TorchScript interpreter"):
+        last = re.sub(rf"^{re.escape(type(exc).__name__)}: ", "", text[-1].strip())
+        first = last or first
     return first if len(first) <= limit else first[: limit - 3] + "..."
 
 
