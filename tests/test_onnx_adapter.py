@@ -225,6 +225,22 @@ def test_cli_onnx_route(tmp_path: Path, cnn_file: Path, capsys: pytest.CaptureFi
     assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
 
 
+def test_cli_onnx_table_of_too_few_columns_names_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An ONNX model of 12 inputs given a CSV of 3 columns said only 'reshape the inputs
+    (e.g. images as (rows, channels, height, width))'; the TorchScript and pickle routes
+    also named the columns read and --columns, which the ONNX route now does too."""
+    path = export(Pair(), torch.zeros(2, 12), tmp_path / "pair.onnx", outputs=2)
+    (tmp_path / "t.csv").write_text("a,b,c\n" + "0.1,0.2,0.3\n" * 5)
+    assert main(["capture", "--model", str(path), "--inputs", str(tmp_path / "t.csv"),
+                 "--out", str(tmp_path / "cap")]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert "expects input 'x' of shape (batch, 12)" in err, err
+    assert "; the rows are the 3 columns 'a', 'b', 'c' of " in err
+    assert "choose the model's inputs with --columns" in err
+
+
 def test_missing_onnxruntime_names_the_extra(
     monkeypatch: pytest.MonkeyPatch, cnn_file: Path
 ) -> None:

@@ -227,7 +227,7 @@ def _pile_hint(inputs: Any, message: str) -> str:
             "--channels 1|3, --image-size HxW and --layout chw|hwc to what the model takes"
         )
     columns = about.get("columns")
-    if about.get("kind") not in ("csv", "parquet") or not columns or "failed on" not in message:
+    if about.get("kind") not in ("csv", "parquet") or not columns or not refused:
         return ""
     return (
         f"; the rows are the {len(columns)} columns {', '.join(map(repr, columns))} of "
