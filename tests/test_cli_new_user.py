@@ -340,3 +340,27 @@ def test_a_torchscript_model_refusing_the_rows_says_why(
     assert "RuntimeError: mat1 and mat2 shapes cannot be multiplied (6x3 and 4x5);" in err, err
     assert "TorchScript interpreter" not in err and "Traceback" not in err
     assert "the rows are the 3 columns 'a', 'b', 'c' of" in err
+
+
+def test_labels_numbered_from_one_are_named_as_such(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Labels 1..4 for a 4-class model said only "label '4' is not a class: the model has 4
+    classes, 0 to 3"; one past the last class now asks whether they count from 1."""
+    d = pile["dir"]
+    code, _, err = run_cli(
+        ["select", "--method", "srs", "--budget", "3", "--seed", "0", "--probs", pile["probs"],
+         "--out", d / "sel"], capsys)  # fmt: skip
+    assert code == 0, err
+    with open(d / "sel" / "to_label.csv") as fh:
+        rows = [line.split(",")[1] for line in fh.read().splitlines()[1:]]
+    (d / "l.csv").write_text("row,label\n" + "".join(f"{r},4\n" for r in rows))
+    code, _, err = run_cli(["estimate", d / "sel", "--labels", d / "l.csv"], capsys)
+    assert code == 2
+    assert err.strip().endswith(
+        "line 2: label '4' is not a class: the model has 4 classes, 0 to 3; are the labels "
+        "numbered from 1? give class indices from 0 (label - 1)"
+    ), err
+    (d / "l.csv").write_text("row,label\n" + "".join(f"{r},5\n" for r in rows))
+    code, _, err = run_cli(["estimate", d / "sel", "--labels", d / "l.csv"], capsys)
+    assert err.strip().endswith("the model has 4 classes, 0 to 3"), err  # not one past

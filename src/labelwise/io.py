@@ -461,9 +461,18 @@ def read_labels_csv(
         else:
             vals.append(_parse_label(raw, src, line_no, classes))
         if kind == "label" and n_classes is not None and not 0 <= vals[-1] < n_classes:
+            hint = ""
+            if vals[-1] == n_classes:  # one past the last: classes counted from 1
+                known = list(classes or [])
+                shown = ", ".join(known[:5]) + (", ..." if len(known) > 5 else "")
+                names = f" or the class names ({shown})" if known else ""
+                hint = (
+                    "; are the labels numbered from 1? give class indices from 0 (label - 1)"
+                    + names
+                )
             raise LabelwiseError(
                 f"{what}: {p} line {line_no}: label {raw!r} is not a class: the model has "
-                f"{n_classes} classes, 0 to {n_classes - 1}"
+                f"{n_classes} classes, 0 to {n_classes - 1}{hint}"
             )
     if unknown:
         shown = ", ".join(f"{name!r} (line {n})" for n, name in unknown[:5])
