@@ -364,3 +364,47 @@ def test_labels_numbered_from_one_are_named_as_such(
     (d / "l.csv").write_text("row,label\n" + "".join(f"{r},5\n" for r in rows))
     code, _, err = run_cli(["estimate", d / "sel", "--labels", d / "l.csv"], capsys)
     assert err.strip().endswith("the model has 4 classes, 0 to 3"), err  # not one past
+
+
+def test_a_capture_directory_as_activations_names_its_arrays(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'select --activations cap' (the capture's directory, not its file) said 'cap is a
+    directory, so its .npy files are read as the chunks of one array (in name order), but
+    every chunk must have the trailing shape (8,) of cap/activations.npy, cap/predictions.npy
+    has shape (120,); ...'; it now names the directory as a capture and lists its arrays."""
+    cap = pile["dir"] / "cap"
+    cap.mkdir()
+    for name, src in (("activations.npy", "acts"), ("probabilities.npy", "probs")):
+        (cap / name).write_bytes(pile[src].read_bytes())
+    np.save(cap / "predictions.npy", np.load(pile["probs"]).argmax(1))
+    (cap / "capture.json").write_text("{}")
+    for argv in (
+        ["select", "--method", "ces", "--budget", "5", "--out", pile["dir"] / "sel"],
+        ["campaign", pile["dir"] / "camp"],
+    ):
+        code, _, err = run_cli([*argv, "--activations", cap], capsys)
+        assert code == 2
+        assert err.strip().endswith(
+            f"--activations: {cap} is the directory 'labelwise capture' wrote; give one of its "
+            f"arrays: {cap / 'activations.npy'}, {cap / 'predictions.npy'}, "
+            f"{cap / 'probabilities.npy'}"
+        ), err
+
+
+def test_method_names_as_the_papers_write_them(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'select --method CES' (as the README's tables and the papers write it) stopped with
+    argparse's usage and "invalid choice: 'CES'"; method names are now case-insensitive, for
+    'campaign --method' too."""
+    code, out, err = run_cli(
+        ["select", "--method", "CES", "--budget", "5", "--seed", "0", "--activations",
+         pile["acts"], "--probs", pile["probs"], "--out", pile["dir"] / "sel"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert out.startswith("ces: 5 rows selected")
+    code, out, err = run_cli(
+        ["campaign", pile["dir"] / "camp", "--method", "Stratified", "--activations",
+         pile["acts"], "--probs", pile["probs"]], capsys)  # fmt: skip
+    assert code == 0, err
+    assert "stratified" in out.splitlines()[0]

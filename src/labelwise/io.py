@@ -220,6 +220,14 @@ def load_array(path: str | os.PathLike[str], what: str, *, mmap: bool = True) ->
     """
     p = Path(path)
     if p.is_dir():
+        if (p / "capture.json").is_file() and not is_zarr_store(p):
+            # its .npy files (activations, probabilities, predictions) are not chunks of one
+            # array: the message was that their shapes differ
+            names = sorted(f.name for f in p.glob("*.npy"))
+            raise LabelwiseError(
+                f"{what}: {p} is the directory 'labelwise capture' wrote; give one of its "
+                f"arrays: {', '.join(str(p / n) for n in names)}"
+            )
         if not is_zarr_store(p):
             if not any(f.suffix == ".npy" and f.is_file() for f in p.iterdir()):
                 raise LabelwiseError(

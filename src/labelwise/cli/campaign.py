@@ -94,6 +94,7 @@ def add_parser(sub: Any) -> None:
     )
     c.add_argument(
         "--method",
+        type=str.lower,  # CES, SRS as the papers write them
         choices=list(METHODS),
         default="auto",
         help="design and estimator (default: auto; see below)",

@@ -78,6 +78,7 @@ def add_parser(sub: Any) -> None:
     ranking = ", ".join(registry.names("ranking"))
     s.add_argument(
         "--method",
+        type=str.lower,  # CES, SRS as the papers write them
         choices=list(registry.names()),
         help=f"{accuracy}: estimate one model's accuracy; {ranking}: rank several models "
         "(--predictions). Not with --extend",
