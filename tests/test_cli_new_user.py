@@ -408,3 +408,28 @@ def test_method_names_as_the_papers_write_them(
          pile["acts"], "--probs", pile["probs"]], capsys)  # fmt: skip
     assert code == 0, err
     assert "stratified" in out.splitlines()[0]
+
+
+def test_activations_and_probs_swapped_are_named_as_swapped(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'--activations probabilities.npy --probs activations.npy' said the --probs were
+    'logits or regression outputs? ... labelwise capture --head softmax'; when the
+    --activations rows are probabilities it now asks whether the two were swapped."""
+    d = pile["dir"]
+    swapped = ["--activations", pile["probs"], "--probs", pile["acts"]]
+    for argv in (
+        ["select", "--method", "ces", "--budget", "5", "--out", d / "sel", *swapped],
+        ["campaign", d / "camp", *swapped],
+    ):
+        code, _, err = run_cli(argv, capsys)
+        assert code == 2
+        assert err.strip().endswith(
+            ", while the --activations rows are probabilities (each sums to 1): are "
+            "--activations and --probs swapped?"
+        ), err
+        assert "--head softmax" not in err
+    code, _, err = run_cli(
+        ["select", "--method", "ces", "--budget", "5", "--out", d / "sel", "--activations",
+         pile["acts"], "--probs", pile["acts"]], capsys)  # fmt: skip
+    assert code == 2 and "--head softmax" in err and "swapped" not in err

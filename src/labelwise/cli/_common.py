@@ -16,6 +16,7 @@ __all__ = [
     "DefaultsHelpFormatter",
     "check_model_stack",
     "check_probabilities",
+    "check_probs_beside",
     "check_seed",
     "fresh_seed",
     "remove_earlier_plots",
@@ -64,6 +65,30 @@ def check_model_stack(preds: Any, flag: str, n_rows: int | None = None, path: An
         )
     if len(shape) not in (2, 3) or (n_rows is not None and shape[1] != n_rows):
         raise LabelwiseError(head)
+
+
+def check_probs_beside(probs: Any, activations: Any) -> None:
+    """:func:`check_probabilities` of ``--probs``; when it fails and the ``--activations``
+    rows are probabilities themselves (in [0, 1], summing to 1: the first 256 rows looked at),
+    the message asks whether the two files were swapped instead (it said that --probs were
+    logits, pointing at 'capture --head softmax')."""
+    try:
+        check_probabilities(probs, "--probs")
+    except LabelwiseError as exc:
+        head = None if activations is None else np.asarray(activations[:256], dtype=np.float64)
+        if (
+            head is not None
+            and head.ndim == 2
+            and head.shape[1] > 1
+            and bool(np.all((head >= 0) & (head <= 1)))
+            and bool(np.all(np.abs(head.sum(axis=1) - 1.0) <= PROBS_TOLERANCE))
+        ):
+            first = str(exc).split("; ")[0]  # without the hint about logits
+            raise LabelwiseError(
+                f"{first}, while the --activations rows are probabilities (each sums to 1): "
+                "are --activations and --probs swapped?"
+            ) from None
+        raise
 
 
 def fresh_seed() -> int:

@@ -32,7 +32,7 @@ from ..estimation import correctness, regression_scores
 from ..exceptions import LabelwiseError
 from ..io import file_digest, load_array
 from ..workspace import CAMPAIGN, CAMPAIGN_ARRAYS, CAPTURE_RAW, Workspace, load_campaign
-from ._common import check_probabilities, default_probs, fresh_seed
+from ._common import check_probs_beside, default_probs, fresh_seed
 from ._piles import CLASSES_HELP, checked_classes, store_classes
 
 STATE_FILE = f"{CAMPAIGN}.state.json"
@@ -163,7 +163,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
                 f"--probs must be (N, C) class probabilities for a campaign, got shape "
                 f"{probs.shape}"
             )
-        check_probabilities(probs, "--probs")
+        check_probs_beside(probs, acts)
         _same_rows(probs, n, "--probs")
     if probs is None and args.predictions is None:
         _refuse_raw_classifier(ws)

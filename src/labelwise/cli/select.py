@@ -18,7 +18,13 @@ from .._results import Selection
 from ..exceptions import LabelwiseError
 from ..sampling import extend
 from ..workspace import Workspace
-from ._common import check_model_stack, check_probabilities, default_probs, fresh_seed
+from ._common import (
+    check_model_stack,
+    check_probabilities,
+    check_probs_beside,
+    default_probs,
+    fresh_seed,
+)
 from ._piles import CLASSES_HELP, store_classes
 
 #: CLI flag of each data key (see registry.NEEDS).
@@ -160,7 +166,8 @@ def cmd_select(args: argparse.Namespace) -> int:
     if "predictions" in arrays:
         check_model_stack(arrays["predictions"], "--predictions", path=args.predictions)
     if "probs" in arrays and method.data != "probs":
-        check_probabilities(arrays["probs"], "--probs")  # values outside [0, 1]: not confidences
+        # values outside [0, 1]: not confidences
+        check_probs_beside(arrays["probs"], arrays.get("activations"))
     rows = {a.shape[1] if k == "predictions" else a.shape[0] for k, a in arrays.items()}
     if len(rows) > 1:
         raise LabelwiseError(
