@@ -433,3 +433,20 @@ def test_activations_and_probs_swapped_are_named_as_swapped(
         ["select", "--method", "ces", "--budget", "5", "--out", d / "sel", "--activations",
          pile["acts"], "--probs", pile["acts"]], capsys)  # fmt: skip
     assert code == 2 and "--head softmax" in err and "swapped" not in err
+
+
+def test_labels_as_text_say_how_to_make_numbers() -> None:
+    """lw.correctness(predicted, labels) with the labels read from a CSV as strings said
+    only 'labels must hold numbers, got dtype <U1'; it now shows a few values and how to
+    convert numbers written as text or class names."""
+    import labelwise as lw
+
+    with pytest.raises(LabelwiseError) as info:
+        lw.correctness(np.array([3, 5, 1]), ["3", "5", "2"])
+    assert str(info.value) == (
+        "labels must hold numbers, got dtype <U1 (text: '3', '5', '2', ...); numbers written "
+        "as text: np.asarray(x, dtype=int) or float; class names: their indices, e.g. "
+        "[classes.index(name) for name in x]"
+    )
+    with pytest.raises(LabelwiseError, match=r"^labels must hold numbers, got dtype complex128$"):
+        lw.correctness(np.array([3, 5]), np.array([1 + 2j, 2]))  # not text: no hint

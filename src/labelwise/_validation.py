@@ -104,6 +104,19 @@ def check_probability(value: Any, name: str, *, open_low: bool = True) -> float:
     return v
 
 
+def _text_hint(arr: NDArray[Any]) -> str:
+    """For an array of text (labels read from a CSV as strings, class names): a few of its
+    values and how to make numbers of them; else nothing."""
+    flat = arr.reshape(-1)[:3]
+    if arr.dtype.kind not in "USO" or not all(isinstance(v, str | bytes) for v in flat):
+        return ""
+    shown = ", ".join(repr(v) for v in flat.tolist())
+    return (
+        f" (text: {shown}, ...); numbers written as text: np.asarray(x, dtype=int) or "
+        "float; class names: their indices, e.g. [classes.index(name) for name in x]"
+    )
+
+
 def check_numeric_array(
     x: ArrayLike, name: str, *, ndim: int | Sequence[int], min_rows: int = 1
 ) -> NDArray[Any]:
@@ -118,7 +131,7 @@ def check_numeric_array(
         want = " or ".join(f"{d}-D" for d in ndims)
         raise LabelwiseError(f"{name} must be {want}, got shape {arr.shape}")
     if arr.dtype.kind not in "biuf":
-        raise LabelwiseError(f"{name} must hold numbers, got dtype {arr.dtype}")
+        raise LabelwiseError(f"{name} must hold numbers, got dtype {arr.dtype}{_text_hint(arr)}")
     if arr.shape[0] < min_rows:
         raise LabelwiseError(f"{name} must have at least {min_rows} row(s), got {arr.shape[0]}")
     return arr
