@@ -450,3 +450,35 @@ def test_labels_as_text_say_how_to_make_numbers() -> None:
     )
     with pytest.raises(LabelwiseError, match=r"^labels must hold numbers, got dtype complex128$"):
         lw.correctness(np.array([3, 5]), np.array([1 + 2j, 2]))  # not text: no hint
+
+
+def test_a_capture_killed_outright_leaves_no_stage_after_the_rerun(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A capture killed with SIGKILL (or by the out-of-memory killer) left its staging
+    directory OUT/.capture-XXXX/ with whatever it had written, and every later capture into
+    OUT kept it. Stages now carry their process id, and a capture removes those of processes
+    that are gone; a stage of a running process (another capture) is kept."""
+    import os
+    import subprocess
+    import sys
+
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
+    torch.save(model, str(tmp_path / "m.pt"))
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(30, 4)).astype(np.float32))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    out = tmp_path / "cap"
+    dead = out / f".capture-{int(gone.stdout)}-abcd1234"
+    alive = out / f".capture-{os.getppid()}-efgh5678"
+    for stage in (dead, alive):
+        stage.mkdir(parents=True)
+        np.save(stage / "activations.npy", np.zeros((30, 5), np.float32))
+    code, _, err = run_cli(
+        ["capture", "--model", tmp_path / "m.pt", "--inputs", tmp_path / "x.npy", "--out", out],
+        capsys,
+    )
+    assert code == 0, err
+    assert not dead.exists() and alive.is_dir()
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".capture")) == [alive.name]

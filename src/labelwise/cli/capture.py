@@ -251,6 +251,26 @@ def _check_not_in_use(out: Path) -> None:
     )
 
 
+def _remove_dead_stages(out: Path) -> None:
+    """Remove the staging directories (``OUT/.capture-PID-XXXX``) of captures whose process
+    is gone: a capture killed outright (SIGKILL, the out-of-memory killer, a power cut) cannot
+    clean up, and its half-written arrays stayed in OUT, hidden, for good. A stage of a
+    process still running (another capture into the same OUT) is left alone."""
+    for stage in out.glob(".capture-*-*"):
+        pid_text = stage.name.split("-")[1]
+        if not stage.is_dir() or not pid_text.isdigit():
+            continue
+        pid = int(pid_text)
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(stage, ignore_errors=True)
+        except (PermissionError, OSError):  # alive under another user, or unknown: keep
+            continue
+
+
 def _remove_empty(folders: list[Path]) -> None:
     """Remove the folders a failed run created (deepest first) while they are empty: a failed
     capture into a new --out left an empty OUT behind, as if a capture had run."""
@@ -304,7 +324,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     # the capture is written into a staging directory inside --out and moved into place only
     # when every check passed: a failed run leaves an earlier capture in --out as it was
-    stage = Path(tempfile.mkdtemp(prefix=".capture-", dir=out))
+    _remove_dead_stages(out)
+    stage = Path(tempfile.mkdtemp(prefix=f".capture-{os.getpid()}-", dir=out))
     replacing = done = False
     try:
         try:
