@@ -482,3 +482,23 @@ def test_a_capture_killed_outright_leaves_no_stage_after_the_rerun(
     assert code == 0, err
     assert not dead.exists() and alive.is_dir()
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".capture")) == [alive.name]
+
+
+def test_a_label_studio_export_given_as_labels_points_to_import(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'estimate DIR --labels export.json' (Label Studio's export) said "needs a 'row'
+    column (or 'id': ...), got columns ['[{\\"id\\": 1', ...]": the JSON cut at its commas.
+    It now says the file is JSON and names 'labelwise import'."""
+    d = pile["dir"]
+    code, _, err = run_cli(
+        ["select", "--method", "srs", "--budget", "2", "--seed", "0", "--probs", pile["probs"],
+         "--out", d / "sel"], capsys)  # fmt: skip
+    assert code == 0, err
+    (d / "export.json").write_text('[{"id": 1, "data": {"labelwise_row": 3}, "annotations": []}]')
+    code, _, err = run_cli(["estimate", d / "sel", "--labels", d / "export.json"], capsys)
+    assert code == 2
+    assert err.strip().endswith(
+        "export.json is JSON, not a CSV of labels (row,label); a Label Studio export is read "
+        "by 'labelwise import DIR FILE'"
+    ), err

@@ -364,6 +364,12 @@ def read_labels_csv(
     if header is None:
         raise LabelwiseError(f"{what}: {p} is empty")
     cols = [c.strip().lower() for c in header]
+    if header and header[0].lstrip()[:1] in ("[", "{") and "row" not in cols and "id" not in cols:
+        # a Label Studio export (or any JSON): its columns were the JSON cut at the commas
+        raise LabelwiseError(
+            f"{what}: {p} is JSON, not a CSV of labels (row,label); a Label Studio export is "
+            "read by 'labelwise import DIR FILE'"
+        )
     if "row" not in cols and "id" not in cols:
         raise LabelwiseError(
             f"{what}: {p} needs a 'row' column (or 'id': the row ids of the capture), got "
