@@ -502,3 +502,24 @@ def test_a_label_studio_export_given_as_labels_points_to_import(
         "export.json is JSON, not a CSV of labels (row,label); a Label Studio export is read "
         "by 'labelwise import DIR FILE'"
     ), err
+
+
+def test_a_changed_source_says_what_to_do(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'select --extend' after the activations file was replaced (a re-capture with --force)
+    said only 'changed since the selection was made (sha256 differs); going on would not
+    continue the same selection'; it now says to put the file back or start anew."""
+    d = pile["dir"]
+    code, _, err = run_cli(
+        ["select", "--method", "ces", "--budget", "5", "--seed", "0", "--activations",
+         pile["acts"], "--probs", pile["probs"], "--out", d / "sel"], capsys)  # fmt: skip
+    assert code == 0, err
+    np.save(pile["acts"], np.load(pile["acts"])[::-1].copy())
+    code, _, err = run_cli(["select", "--extend", d / "sel", "--budget", "5"], capsys)
+    assert code == 2
+    assert err.strip().endswith(
+        "changed since the selection was made (sha256 differs); going on would not continue "
+        "the same selection: put back the file it was made from (a re-capture with --force "
+        "replaced it?), or start a new selection from this one in another directory"
+    ), err

@@ -293,7 +293,9 @@ class Workspace:
         if file_digest(path) != info.get("sha256"):
             raise LabelwiseError(
                 f"{path} changed since the {self.kind} was made (sha256 differs); going on "
-                f"would not continue the same {self.kind}"
+                f"would not continue the same {self.kind}: put back the file it was made from "
+                f"(a re-capture with --force replaced it?), or start a new {self.kind} from "
+                "this one in another directory"
             )
         self._loaded[key] = arr
         return arr
