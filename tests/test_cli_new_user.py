@@ -523,3 +523,33 @@ def test_a_changed_source_says_what_to_do(
         "the same selection: put back the file it was made from (a re-capture with --force "
         "replaced it?), or start a new selection from this one in another directory"
     ), err
+
+
+def test_line_numbers_count_the_blank_lines(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A labels file or a CSV pile with blank lines (a spreadsheet's empty rows) named the
+    wrong line: blank lines were dropped before numbering, so a typo on line 7 after two
+    blank lines was 'line 5', a duplicate on lines 3 and 8 'lines 2, 5', and an empty cell
+    of a table on line 6 'line 4'. Lines are now those of the file."""
+    d = pile["dir"]
+    code, _, err = run_cli(
+        ["select", "--method", "srs", "--budget", "4", "--seed", "0", "--probs", pile["probs"],
+         "--out", d / "sel"], capsys)  # fmt: skip
+    assert code == 0, err
+    with open(d / "sel" / "to_label.csv") as fh:
+        rows = [line.split(",")[1] for line in fh.read().splitlines()[1:]]
+    lines = ["row,label", "", "", *(f"{r},1" for r in rows[:3]), "", f"{rows[3]},x"]
+    (d / "l.csv").write_text("\n".join(lines) + "\n")
+    code, _, err = run_cli(["estimate", d / "sel", "--labels", d / "l.csv"], capsys)
+    assert code == 2 and "l.csv line 8: label must be an integer" in err, err
+    lines = ["row,label", "", f"{rows[0]},1", "", *(f"{r},1" for r in rows[1:]), f"{rows[0]},2"]
+    (d / "l.csv").write_text("\n".join(lines) + "\n")
+    code, _, err = run_cli(["estimate", d / "sel", "--labels", d / "l.csv"], capsys)
+    assert code == 2 and f"row {rows[0]} (lines 3, 8)" in err, err
+    (d / "t.csv").write_text("a,b\n1,2\n\n3,4\n\n5,\n")
+    with pytest.raises(LabelwiseError, match=r"row 2 \(line 6\) column 'b' is not a finite"):
+        open_pile(d / "t.csv")
+    (d / "t.csv").write_text("a,b\n\n1,2\n3\n")
+    with pytest.raises(LabelwiseError, match=r"t\.csv line 4 has 1 fields, the header 2"):
+        open_pile(d / "t.csv")

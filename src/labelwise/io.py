@@ -356,13 +356,16 @@ def read_labels_csv(
             reader = csv.reader(fh, delimiter=sep)
             fh.seek(0)
             header = next(reader, None)
-            body = [r for r in reader if r and any(c.strip() for c in r)]
+            # each record with its line in the file: blank lines are skipped, not renumbered
+            numbered = [(reader.line_num, r) for r in reader if r and any(c.strip() for c in r)]
     except UnicodeDecodeError:
         raise LabelwiseError(_not_utf8(p, what)) from None
     except (OSError, csv.Error) as exc:
         raise LabelwiseError(f"{what}: cannot read {p} ({exc})") from None
     if header is None:
         raise LabelwiseError(f"{what}: {p} is empty")
+    body = [r for _, r in numbered]
+    line_of = [n for n, _ in numbered]
     cols = [c.strip().lower() for c in header]
     if header and header[0].lstrip()[:1] in ("[", "{") and "row" not in cols and "id" not in cols:
         # a Label Studio export (or any JSON): its columns were the JSON cut at the commas
@@ -418,7 +421,7 @@ def read_labels_csv(
     vals: list[Any] = []
     unknown: list[tuple[int, str]] = []
     outside: list[tuple[int, int]] = []  # (line, row) not in ``allowed``
-    for line_no, rec in enumerate(body, start=2):
+    for line_no, rec in zip(line_of, body, strict=True):
         if len(rec) <= last:
             raise LabelwiseError(f"{what}: {p} line {line_no} has too few fields: {rec}")
         if i_row is not None:
@@ -507,8 +510,9 @@ def read_labels_csv(
     uniq, counts = np.unique(r, return_counts=True)
     if (counts > 1).any():
         twice_rows = uniq[counts > 1][:5].tolist()
+        pairs = list(zip(line_of, rows, strict=False))  # one row per line read
         shown = "; ".join(
-            f"row {row} (lines {', '.join(str(n) for n, r in enumerate(rows, 2) if r == row)})"
+            f"row {row} (lines {', '.join(str(n) for n, r in pairs if r == row)})"
             for row in twice_rows
         )
         raise LabelwiseError(

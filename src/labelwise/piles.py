@@ -730,7 +730,8 @@ def _open_csv(
             fh.seek(0)
             reader = csv.reader(fh, delimiter=sep)
             header = next(reader, None)
-            body = [r for r in reader if r and any(c.strip() for c in r)]
+            # each row with its line in the file: blank lines are skipped, not renumbered
+            numbered = [(reader.line_num, r) for r in reader if r and any(c.strip() for c in r)]
     except UnicodeDecodeError as exc:
         raise LabelwiseError(
             f"{what}: cannot read {path} as UTF-8 ({exc}); save it as UTF-8 (a spreadsheet's "
@@ -741,6 +742,8 @@ def _open_csv(
     if not header:
         raise LabelwiseError(f"{what}: {path} is empty; a CSV pile needs a header row")
     header = [h.strip() for h in header]
+    body = [r for _, r in numbered]
+    line_of = [n for n, _ in numbered]
     if not body:
         raise LabelwiseError(f"{what}: {path} has a header but no rows")
     twice = sorted({h for h in header if header.count(h) > 1})
@@ -752,7 +755,7 @@ def _open_csv(
     short = next(((r, rec) for r, rec in enumerate(body) if len(rec) < len(header)), None)
     if short is not None:
         raise LabelwiseError(
-            f"{what}: {path} line {short[0] + 2} has {len(short[1])} fields, the header "
+            f"{what}: {path} line {line_of[short[0]]} has {len(short[1])} fields, the header "
             f"{len(header)} ({', '.join(header)}); every line needs a value for every column"
         )
     where = {name: j for j, name in enumerate(header)}
@@ -782,7 +785,7 @@ def _open_csv(
                 v = math.nan
             if not math.isfinite(v):
                 raise LabelwiseError(
-                    f"{what}: {path} row {r} (line {r + 2}) column {chosen[k]!r} is not a "
+                    f"{what}: {path} row {r} (line {line_of[r]}) column {chosen[k]!r} is not a "
                     f"finite number: {text!r}"
                 )
             data[r, k] = v
