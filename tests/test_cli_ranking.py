@@ -503,3 +503,30 @@ def test_rank_notes_labels_of_classes_no_model_predicts(
     assert main(["rank", str(sel), "--labels", str(shifted), "--bootstrap", "200"]) == 0
     err = capsys.readouterr().err
     assert "note: --labels: classes [10]" in err and "predicted by no model" in err
+
+
+def test_rank_refuses_a_label_past_the_known_classes(
+    zoo: dict, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """With the 10 class names given (--classes), 'rank' took a label 10 without a word (every
+    model wrong on that row); a cppi selection of (M, N, C) probabilities said "labels must be
+    classes in [0, 10) (n_classes=10), got [10] at rows [...]; pass n_classes= ...", the
+    Python API's words, no file or line. Both now name the file and line."""
+    d = zoo["dir"]
+    (tmp_path / "classes.txt").write_text("".join(f"digit{k}\n" for k in range(10)))
+    for method, preds, extra in (
+        ("sds", "preds.npy", ["--classes", str(tmp_path / "classes.txt")]),
+        ("cppi", "probs.npy", []),
+    ):
+        out = tmp_path / method
+        argv = ["select", "--method", method, "--budget", "20", "--seed", "0",
+                "--predictions", str(d / preds), "--out", str(out), *extra]  # fmt: skip
+        assert main(argv) == 0
+        labels = _label(out, zoo["labels"])
+        lines = labels.read_text().splitlines()
+        lines[3] = lines[3].rsplit(",", 1)[0] + ",10"
+        labels.write_text("\n".join(lines) + "\n")
+        capsys.readouterr()
+        assert main(["rank", str(out), "--labels", str(labels)]) == 2
+        err = capsys.readouterr().err
+        assert "labels.csv line 4: label '10' is not a class: the model has 10 classes" in err, err

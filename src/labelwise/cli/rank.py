@@ -75,7 +75,13 @@ def cmd_rank(args: argparse.Namespace) -> int:
     recorded = ws.sources.get("predictions") or {}
     shape = list(recorded.get("shape") or [])
     store_classes(ws, args.classes, n_classes=shape[2] if len(shape) == 3 else None)
-    kind, labels = ws.read_labels(args.labels, sel)
+    # with class names (or probabilities) the classes are known: a label past them is an
+    # error naming its line (a label 10 of 10 named classes made every model wrong unsaid)
+    names_known = ws.classes()
+    n_classes = (
+        len(names_known) if names_known is not None else (shape[2] if len(shape) == 3 else None)
+    )
+    kind, labels = ws.read_labels(args.labels, sel, n_classes=n_classes)
     if kind != "label":
         raise LabelwiseError(f"--labels: ranking needs a 'label' column (classes), got '{kind}'")
     if args.predictions is not None:
