@@ -511,7 +511,8 @@ def test_rank_refuses_a_label_past_the_known_classes(
     """With the 10 class names given (--classes), 'rank' took a label 10 without a word (every
     model wrong on that row); a cppi selection of (M, N, C) probabilities said "labels must be
     classes in [0, 10) (n_classes=10), got [10] at rows [...]; pass n_classes= ...", the
-    Python API's words, no file or line. Both now name the file and line."""
+    Python API's words, no file or line, and so did 'select --extend DIR --labels'. All
+    now name the file and line."""
     d = zoo["dir"]
     (tmp_path / "classes.txt").write_text("".join(f"digit{k}\n" for k in range(10)))
     for method, preds, extra in (
@@ -526,7 +527,13 @@ def test_rank_refuses_a_label_past_the_known_classes(
         lines = labels.read_text().splitlines()
         lines[3] = lines[3].rsplit(",", 1)[0] + ",10"
         labels.write_text("\n".join(lines) + "\n")
-        capsys.readouterr()
-        assert main(["rank", str(out), "--labels", str(labels)]) == 2
-        err = capsys.readouterr().err
-        assert "labels.csv line 4: label '10' is not a class: the model has 10 classes" in err, err
+        for argv in (
+            ["rank", str(out), "--labels", str(labels)],
+            ["select", "--extend", str(out), "--budget", "5", "--labels", str(labels)],
+        ):
+            if argv[0] == "select" and method == "sds":
+                continue  # an sds selection's next rows take no labels
+            capsys.readouterr()
+            assert main(argv) == 2
+            err = capsys.readouterr().err
+            assert "labels.csv line 4: label '10' is not a class: the model has 10 classes" in err

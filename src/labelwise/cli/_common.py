@@ -19,6 +19,7 @@ __all__ = [
     "check_probs_beside",
     "check_seed",
     "fresh_seed",
+    "known_class_count",
     "remove_earlier_plots",
 ]
 
@@ -89,6 +90,17 @@ def check_probs_beside(probs: Any, activations: Any) -> None:
                 "are --activations and --probs swapped?"
             ) from None
         raise
+
+
+def known_class_count(ws: Any) -> int | None:
+    """How many classes a ranking selection's labels may name: its class names' count, else
+    C of its recorded (M, N, C) probabilities (read off the recorded shape); None for (M, N)
+    classes without names (a label no model predicts is legal there, and only noted)."""
+    names = ws.classes()
+    if names is not None:
+        return len(names)
+    shape = list((ws.sources.get("predictions") or {}).get("shape") or [])
+    return int(shape[2]) if len(shape) == 3 else None
 
 
 def fresh_seed() -> int:

@@ -16,7 +16,7 @@ from ..exceptions import LabelwiseError
 from ..io import file_digest, load_array
 from ..ranking import RankingCampaign
 from ..workspace import Workspace
-from ._common import DefaultsHelpFormatter, check_model_stack
+from ._common import DefaultsHelpFormatter, check_model_stack, known_class_count
 from ._piles import CLASSES_HELP, store_classes
 
 
@@ -77,10 +77,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
     store_classes(ws, args.classes, n_classes=shape[2] if len(shape) == 3 else None)
     # with class names (or probabilities) the classes are known: a label past them is an
     # error naming its line (a label 10 of 10 named classes made every model wrong unsaid)
-    names_known = ws.classes()
-    n_classes = (
-        len(names_known) if names_known is not None else (shape[2] if len(shape) == 3 else None)
-    )
+    n_classes = known_class_count(ws)
     kind, labels = ws.read_labels(args.labels, sel, n_classes=n_classes)
     if kind != "label":
         raise LabelwiseError(f"--labels: ranking needs a 'label' column (classes), got '{kind}'")

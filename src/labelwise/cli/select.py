@@ -24,6 +24,7 @@ from ._common import (
     check_probs_beside,
     default_probs,
     fresh_seed,
+    known_class_count,
 )
 from ._piles import CLASSES_HELP, store_classes
 
@@ -271,7 +272,7 @@ def _select_extend(args: argparse.Namespace) -> int:
                 "extend it without --labels"
             )
         store_classes(ws, args.classes)  # the names the labels may be given by
-        kind, labels = ws.read_labels(args.labels, sel)
+        kind, labels = ws.read_labels(args.labels, sel, n_classes=known_class_count(ws))
         if kind != "label":
             raise LabelwiseError(
                 f"--labels: a ranking needs a 'label' column (classes), got '{kind}'"
