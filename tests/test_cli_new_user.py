@@ -553,3 +553,35 @@ def test_line_numbers_count_the_blank_lines(
     (d / "t.csv").write_text("a,b\n\n1,2\n3\n")
     with pytest.raises(LabelwiseError, match=r"t\.csv line 4 has 1 fields, the header 2"):
         open_pile(d / "t.csv")
+
+
+def test_a_regression_estimate_without_predictions_names_the_captures_outputs(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A regression model's capture ('--head raw': outputs.npy, no probabilities) selected
+    from its activations, then 'estimate DIR --labels targets.csv' said only '--predictions
+    is required: the selection did not record model probabilities'; it now names the
+    capture's outputs.npy to give."""
+    cap = pile["dir"] / "cap"
+    cap.mkdir()
+    (cap / "activations.npy").write_bytes(pile["acts"].read_bytes())
+    np.save(cap / "outputs.npy", np.linspace(0, 1, 120).astype(np.float32))
+    (cap / "capture.json").write_text('{"head": "raw"}')
+    sel = pile["dir"] / "sel"
+    code, _, err = run_cli(
+        ["select", "--method", "srs", "--budget", "3", "--seed", "0", "--activations",
+         cap / "activations.npy", "--out", sel], capsys)  # fmt: skip
+    assert code == 0, err
+    with open(sel / "to_label.csv") as fh:
+        rows = [line.split(",")[1] for line in fh.read().splitlines()[1:]]
+    (pile["dir"] / "t.csv").write_text("row,target\n" + "".join(f"{r},0.5\n" for r in rows))
+    code, _, err = run_cli(["estimate", sel, "--labels", pile["dir"] / "t.csv"], capsys)
+    assert code == 2
+    assert err.strip().endswith(
+        f"give --predictions {cap.resolve() / 'outputs.npy'} (the model's outputs 'labelwise "
+        "capture' wrote beside the activations)"
+    ), err
+    code, out, err = run_cli(
+        ["estimate", sel, "--labels", pile["dir"] / "t.csv", "--predictions",
+         cap / "outputs.npy"], capsys)  # fmt: skip
+    assert code == 0 and "1-MSE" in out, err

@@ -32,8 +32,16 @@ def selection_predictions(
     at the selected rows, in selection order, and the flag that names where they came from."""
     if predictions is None:
         if not ws.has_source("probs"):
+            cap = ws.capture_dir()
+            outputs = None if cap is None else cap / "outputs.npy"
+            hint = (
+                f": give --predictions {outputs} (the model's outputs 'labelwise capture' "
+                "wrote beside the activations)"
+                if outputs is not None and outputs.is_file()
+                else ""
+            )
             raise LabelwiseError(
-                "--predictions is required: the selection did not record model probabilities"
+                "--predictions is required: the selection did not record model probabilities" + hint
             )
         preds = ws.load_source("probs")
         flag = "the --probs recorded in selection.json"
