@@ -430,3 +430,32 @@ def test_dask_capture_into_a_file_says_so(tmp_path) -> None:
         capture_to_zarr(_Net().eval(), path, tmp_path / "a.npy")
     with pytest.raises(LabelwiseError, match=r"a\.npy is a file, not a directory"):
         capture_to_zarr(_Net().eval(), path, tmp_path / "a.npy" / "cap")
+
+
+def test_dask_capture_that_fails_leaves_no_out_dir(tmp_path) -> None:
+    """capture_to_zarr refused by the model (inputs of 3 columns for Linear(8)) or failing
+    in its blocks (outputs probabilities in some blocks only) raised a clear error but left
+    the out_dir it had made, empty, like a capture that ran (measured: pile/capture2 and
+    pile/capture3 left behind). The folders it made are now removed again."""
+    pytest.importorskip("dask.array")
+    zarr = pytest.importorskip("zarr")
+    from labelwise.adapters.dask_capture import capture_to_zarr
+
+    x = _x(20, 3)
+    path = str(tmp_path / "x.zarr")
+    zarr.open_array(path, mode="w", shape=x.shape, chunks=(10, 3), dtype=x.dtype)[:] = x
+    with pytest.raises(LabelwiseError, match=r"the model failed on inputs of shape \(1, 3\)"):
+        capture_to_zarr(_Net().eval(), path, tmp_path / "a" / "b" / "cap")
+    assert not (tmp_path / "a").exists()
+    y = np.full((40, 2), 0.5, dtype=np.float32)
+    y[20:] = [3.0, -1.0]  # rows 20.. are logits, rows 0..19 probabilities
+    model = nn.Sequential(nn.Linear(2, 2))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.eye(2))
+        model[0].bias.zero_()
+    path = str(tmp_path / "y.zarr")
+    zarr.open_array(path, mode="w", shape=y.shape, chunks=(20, 2), dtype=y.dtype)[:] = y
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(LabelwiseError, match=r"row 0 were already probabilities"):
+        capture_to_zarr(model, path, tmp_path / "kept" / "cap", rows_per_task=20)
+    assert list((tmp_path / "kept").iterdir()) == []  # made by the user: kept, empty

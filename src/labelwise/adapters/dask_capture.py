@@ -22,6 +22,7 @@ a failure (e.g. NaN in the inputs, named by its global row) leaves nothing behin
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import pickle
 import shutil
@@ -196,7 +197,6 @@ def capture_to_zarr(
     for name in (ACTIVATIONS, OUTPUTS):
         if (out / name).exists():
             raise LabelwiseError(f"out_dir already holds {out / name}; remove it or pick another")
-    out.mkdir(parents=True, exist_ok=True)
 
     # shapes and the layer from the first row, captured here (cheap)
     first = np.asarray(src[:1])
@@ -206,7 +206,12 @@ def capture_to_zarr(
     # a block holds its inputs, activations and outputs: the budget covers all three
     width = prod(src.shape[1:]) + probe.activations.shape[1] + probe.outputs.shape[1]
     rows = rows_per_block((n, width), np.float64) if rows_per_task is None else rows_per_task
+    # out_dir is made only now, after the probe: a model or inputs refused left it empty;
+    # the folders made here are removed again if a block fails
+    created = list(itertools.takewhile(lambda p: not p.exists(), (out, *out.parents)))
+    out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".capture-", dir=out))
+    moved = False
     try:
         acts_path, outs_path = str(tmp / ACTIVATIONS), str(tmp / OUTPUTS)
         for path, width in (
@@ -249,8 +254,15 @@ def capture_to_zarr(
             )
         for name in (ACTIVATIONS, OUTPUTS):
             os.replace(tmp / name, out / name)
+        moved = True
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if not moved:
+            for folder in created:  # deepest first, while empty
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
     return ZarrCapture(
         activations=zarr.open_array(str(out / ACTIVATIONS), mode="r"),
         outputs=zarr.open_array(str(out / OUTPUTS), mode="r"),
