@@ -205,7 +205,7 @@ def test_bad_inputs_are_errors(pile: dict, tmp_path: Path, capsys: pytest.Captur
     code, _, err = _run(
         ["campaign", d, "--activations", acts, "--probs", probs, "--seed", "1"], capsys
     )
-    assert code != 0 and "already holds a campaign; use --force" in err
+    assert code != 0 and "already holds a campaign; to label more of it: labelwise next" in err
     assert _state(d) == before
     np.save(acts, pile["acts"][::-1].copy())  # the recorded source changed under the campaign
     code, _, err = _run(["next", d, "--batch", 5], capsys)

@@ -585,3 +585,23 @@ def test_a_regression_estimate_without_predictions_names_the_captures_outputs(
         ["estimate", sel, "--labels", pile["dir"] / "t.csv", "--predictions",
          cap / "outputs.npy"], capsys)  # fmt: skip
     assert code == 0 and "1-MSE" in out, err
+
+
+def test_selecting_into_a_selection_says_how_to_add_rows(
+    pile: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Running the README's 'select ... --out sel' again to get more rows said only '--out
+    sel already holds a selection; use --force to overwrite' (which would throw away the
+    selection its labels belong to); it now names --extend first (and 'next' for a
+    campaign)."""
+    d = pile["dir"]
+    argv = ["select", "--method", "srs", "--budget", "3", "--probs", pile["probs"],
+            "--out", d / "sel"]  # fmt: skip
+    assert run_cli(argv, capsys)[0] == 0
+    code, _, err = run_cli(argv, capsys)
+    assert code == 2
+    assert err.strip().endswith(
+        f"--out {d / 'sel'} already holds a selection; to label more of it: labelwise select "
+        f"--extend {d / 'sel'} --budget N; to start another, give another directory, or "
+        "--force to overwrite this one"
+    ), err

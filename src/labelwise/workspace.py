@@ -132,8 +132,14 @@ class Workspace:
                 f"{what} {ws.path} already holds a {held}; a {kind} needs its own directory"
             )
         if held == kind and not force:
+            more = (
+                f"labelwise select --extend {ws.path} --budget N"
+                if kind == "selection"
+                else f"labelwise next {ws.path} --batch N"
+            )
             raise LabelwiseError(
-                f"{what} {ws.path} already holds a {kind}; use --force to overwrite"
+                f"{what} {ws.path} already holds a {kind}; to label more of it: {more}; to "
+                "start another, give another directory, or --force to overwrite this one"
             )
         ws._replacing = held == kind
         return ws
