@@ -297,6 +297,52 @@ def test_limited_translation_known_values() -> None:
     assert _limited_translation(post, cov, None, 1.0)[0] is post
 
 
+def test_the_translation_gate_known_values() -> None:
+    """No limit where the leaders' pull (T >= 1.5) rises linearly with the vote share."""
+    from labelwise.ranking.campaign import _translation_gate
+
+    sd = np.full(20, 0.01)
+    cov = np.diag(sd**2)
+    mean = np.linspace(0.95, 0.76, 20)
+    vote = mean - 0.05
+    pull = 2 + 10 * (vote - vote.mean())  # in design sd: leaders 2.95 .. 2.55, T = 2.75
+    assert _translation_gate(mean, (mean + pull * sd, cov), 0.7, vote) == 0.0
+    # the same trend at half the size (T = 1.375): limited
+    assert _translation_gate(mean, (mean + 0.5 * pull * sd, cov), 0.7, vote) == 0.7
+    # the leaders pulled 2 sd beyond the trend (residual 0.65 sd after the fit): limited
+    beyond = pull + np.r_[np.full(5, 2.0), np.zeros(15)]
+    assert _translation_gate(mean, (mean + beyond * sd, cov), 0.7, vote) == 0.7
+    # a herd: the leaders agree less with the vote than the next five, and only they are pulled
+    herd_vote = vote.copy()
+    herd_vote[:5], herd_vote[5:10] = vote[5:10] - 0.01, vote[:5]
+    herd = np.r_[np.full(5, 3.0), np.zeros(15)]
+    assert _translation_gate(mean, (mean + herd * sd, cov), 0.7, herd_vote) == 0.7
+    assert _translation_gate(mean, (mean + pull * sd, cov), 0.0, vote) == 0.0
+    assert _translation_gate(mean, None, 0.7, vote) == 0.7
+
+
+def test_a_right_vote_order_is_not_swapped_by_the_limited_translation() -> None:
+    """The spread zoo (vote order right; seeded campaign, 40 labels in 5-label rounds).
+
+    Pooling pulled the leaders 1.5+ design sd (gate 1) in proportion to their vote shares;
+    limiting each within 1 sd of its PPI estimate put model 20 first (0.003 below the best,
+    model 8), by PPI noise. The pull rises linearly with the vote share
+    (:func:`_translation_gate`), so the pooled estimate stands and the best model is first.
+    """
+    from labelwise.ranking.synthetic import REGIMES
+
+    ss = np.random.SeedSequence([7, REGIMES.index("spread"), 15]).spawn(4)
+    zoo = regime_zoo("spread", 5000, rng=np.random.default_rng(ss[1]))
+    camp = lw.RankingCampaign(zoo.predictions, rng=np.random.default_rng(ss[3]), n_draws=500)
+    while camp.n_labelled < 40:
+        rows = camp.propose(5)
+        camp.record(rows, zoo.labels[rows])
+    est, _ = camp.estimate()
+    np.testing.assert_array_equal(est, np.clip(camp._posterior().mean(), 0, 1))
+    assert int(np.argmax(est)) == int(np.argmax(zoo.true_accuracy)) == 8
+    assert camp.ranking().order[0] == 8
+
+
 def test_the_leader_shrinkage_gate_known_values() -> None:
     """T = mean over the 5 leaders of (design - posterior) / design sd; gate clip(T - 0.5, 0, 1)."""
     from labelwise.ranking.campaign import _leader_shrinkage_gate
