@@ -122,3 +122,16 @@ def test_rank_models_gives_the_one_message() -> None:
         "labels must be classes >= 0, got [-2] at positions [2]; are the labels of another model?"
     ):
         lw.rank_models(np.array([[0, 1, 2, 0], [0, 1, 1, 0]]), [0, 1, -2, 0])
+
+
+def test_ranking_campaign_record_of_labels_as_text_says_how_to_make_numbers() -> None:
+    # labels read from a CSV as strings said only "labels must be integer class labels, got
+    # dtype <U1" in RankingCampaign.record; now as lw.correctness does: values and how
+    preds = np.array([[0, 1, 2, 0, 1, 2] * 5, [0, 1, 1, 0, 2, 2] * 5])
+    camp = lw.RankingCampaign(preds, method="srs", rng=0)
+    rows = camp.propose(3)
+    with pytest.raises(
+        lw.LabelwiseError, match=r"got dtype <U1 \(text: '0', '1', '2', \.\.\.\); numbers"
+    ):
+        camp.record(rows, np.array(["0", "1", "2"]))
+    assert camp.n_labelled == 0

@@ -113,6 +113,7 @@ from .._params import Interval, Param, validate_params
 from .._results import Ranking, Selection
 from .._validation import (
     RNGLike,
+    _text_hint,
     check_batch_size,
     check_budget,
     check_classes_in_range,
@@ -496,7 +497,9 @@ class RankingCampaign:
         if lab.dtype.kind == "f" and np.all(np.isfinite(lab)) and np.all(lab == np.round(lab)):
             lab = lab.astype(np.int64)
         if lab.dtype.kind not in "iu":
-            raise LabelwiseError(f"labels must be integer class labels, got dtype {lab.dtype}")
+            raise LabelwiseError(
+                f"labels must be integer class labels, got dtype {lab.dtype}{_text_hint(lab)}"
+            )
         r = r.astype(np.int64)
         lab = lab.astype(np.int64)
         bad = (r < 0) | (r >= self.n_inputs)
