@@ -85,7 +85,12 @@ def test_pending_rows_are_ignored_with_a_note() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateDataWarning)
         e = c.estimate()
-    assert e.n_labelled == 30 and any("not yet recorded" in n for n in e.notes)
+    assert e.n_labelled == 30 and "10 proposed rows are not yet recorded" in e.notes[0]
+    c.record(rows[30:39], y[rows[30:39]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        e = c.estimate()
+    assert e.notes[0].startswith("1 proposed row is not yet recorded; estimated from 39")
 
 
 @pytest.mark.parametrize("kind", ["informative", "uncorrelated", "anti"])

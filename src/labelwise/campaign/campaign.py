@@ -665,7 +665,8 @@ class Campaign:
         notes: list[str] = []
         pend = self.n_proposed - rec.size
         if pend:
-            notes.append(f"{pend} proposed rows are not yet recorded; estimated from {rec.size}")
+            rows_are = "row is" if pend == 1 else "rows are"
+            notes.append(f"{pend} proposed {rows_are} not yet recorded; estimated from {rec.size}")
         if rec.size == self.population_size:
             # every row labelled: the pile's mean is known, whatever the design weighted (the
             # stratified estimate reported a zero standard error inside a wide interval)
