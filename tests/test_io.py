@@ -11,7 +11,14 @@ import numpy as np
 import pytest
 
 from labelwise import LabelwiseError
-from labelwise.io import atomic_write, load_array, read_labels_csv, save_array, write_json
+from labelwise.io import (
+    atomic_write,
+    load_array,
+    read_labels_csv,
+    save_array,
+    write_files,
+    write_json,
+)
 
 
 def test_new_files_get_umask_permissions(tmp_path: Path) -> None:
@@ -105,3 +112,26 @@ def test_label_csv_from_a_semicolon_or_tab_spreadsheet(tmp_path: Path) -> None:
     assert kind == "score" and values.tolist() == [0.5, 1.0]
     path.write_text("row,score\n3,0.25\n")  # a comma file keeps its dots
     assert read_labels_csv(path)[2].tolist() == [0.25]
+
+
+def test_write_files_writes_all_or_none(tmp_path: Path) -> None:
+    """Several files written as one (labelwise export's tasks, config and state): when one
+    cannot be written (its path a directory, or under a file) no file is replaced and no
+    temporary file is left; when all can, each holds its text."""
+    first, second = tmp_path / "tasks.json", tmp_path / "state.json"
+    first.write_text("old tasks")
+    second.mkdir()
+    with pytest.raises(LabelwiseError) as err:
+        write_files([(first, "new tasks"), (second, "{}")])
+    assert f"cannot write {second}: it is a directory" in str(err.value)
+    assert f"nothing was written ({first} as they were)" in str(err.value)
+    under = tmp_path / "a file" / "state.json"
+    (tmp_path / "a file").write_text("x")
+    with pytest.raises(LabelwiseError, match="is a file, not a directory; nothing was written"):
+        write_files([(first, "new tasks"), (under, "{}")])
+    assert first.read_text() == "old tasks"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a file", "state.json", "tasks.json"]
+    second.rmdir()
+    write_files([(first, "new tasks"), (second, "{}\n")])
+    assert first.read_text() == "new tasks" and second.read_text() == "{}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a file", "state.json", "tasks.json"]

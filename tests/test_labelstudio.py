@@ -556,3 +556,84 @@ def test_export_keeps_a_json_file_it_did_not_write(
     code, out, err = run_cli(["export", d], capsys)
     assert code == 0 and "kept:" not in out, err
     assert not (d / "label-studio-tasks.new.json").exists()
+
+
+def test_a_rerun_keeps_an_edited_new_config_too(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The config edited, export wrote label-studio-tasks.config.new.xml beside it; the user
+    then edited that one too and a re-run (after 'next') replaced it without a word. Now both
+    are kept, no config is written and one line says so; the tasks are the rows waiting now.
+    Moved away, the next export writes the config beside the kept one again."""
+    d = _campaign(pile, "camp", capsys)
+    config = d / "label-studio-tasks.config.xml"
+    new = d / "label-studio-tasks.config.new.xml"
+    _export(d, capsys)
+    made = config.read_text()
+    config.write_text(made.replace("showInline", "showInLine"))
+    edited = config.read_text()
+    assert run_cli(["next", d, "--batch", "10"], capsys)[0] == 0
+    _export(d, capsys)
+    assert new.read_text() == made
+    mine = made.replace('<Choice value="bird"/>', '<Choice value="bird"/><Choice value="?"/>')
+    new.write_text(mine)
+    assert run_cli(["next", d, "--batch", "10"], capsys)[0] == 0
+    code, out, err = run_cli(["export", d], capsys)
+    assert code == 0, err
+    assert config.read_text() == edited and new.read_text() == mine
+    kept = [line for line in out.splitlines() if line.startswith("  kept:")]
+    assert kept == [
+        f"  kept:   {config} and {new} (both edited since an export wrote them: neither "
+        "replaced, no config written; move one away for the config of now)"
+    ]
+    assert "config:" not in out
+    tasks = json.loads((d / "label-studio-tasks.json").read_text())
+    assert [t["data"]["labelwise_row"] for t in tasks] == _to_label(d)
+    new.rename(d / "mine.xml")
+    code, out, err = run_cli(["export", d], capsys)
+    assert code == 0 and f"config: {new}" in out, err
+    assert new.read_text() == made and config.read_text() == edited
+
+
+def test_a_config_an_earlier_export_wrote_is_rewritten_when_the_classes_change(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The config is recorded like the tasks (its sha256 in export.state.json): after the
+    class names changed, the config an earlier export wrote is export's own and rewritten in
+    place with the new names, not kept 'as after an edit' with a .config.new.xml beside it."""
+    d = _campaign(pile, "camp", capsys)
+    _export(d, capsys)
+    config = d / "label-studio-tasks.config.xml"
+    (d / "classes.json").write_text(json.dumps(["Cat", "Dog", "Bird"]))
+    code, out, err = run_cli(["export", d], capsys)
+    assert code == 0 and "kept:" not in out, err
+    names = [c.get("value") for c in ET.fromstring(config.read_text()).iter("Choice")]
+    assert names == ["Cat", "Dog", "Bird"]
+    assert not (d / "label-studio-tasks.config.new.xml").exists()
+
+
+def test_an_export_whose_state_cannot_be_written_leaves_no_half_export(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """export.state.json a directory: export wrote the task file and the config, then failed
+    on the state, leaving tasks that no state records (the next run kept them 'as after an
+    edit'). Now nothing is written, and the error names the state file."""
+    d = _campaign(pile, "camp", capsys)
+    state = d / "export.state.json"
+    state.mkdir()
+    code, _out, err = run_cli(["export", d], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert sorted(p.name for p in d.glob("label-studio-tasks*")) == []
+    assert f"cannot export: {state} is not a file" in err and "nothing was written" in err
+    # over an earlier export: its files stay as they were
+    state.rmdir()
+    tasks = _export(d, capsys)
+    before = {p.name: p.read_bytes() for p in d.glob("label-studio-tasks*")}
+    assert run_cli(["next", d, "--batch", "10"], capsys)[0] == 0
+    state.unlink()
+    state.mkdir()
+    code, _out, err = run_cli(["export", d], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert {p.name: p.read_bytes() for p in d.glob("label-studio-tasks*")} == before
+    assert len(tasks) < len(_to_label(d))
+    assert not [p for p in d.iterdir() if p.name.endswith(".tmp")]

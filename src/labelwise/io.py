@@ -34,6 +34,7 @@ __all__ = [
     "read_labels_csv",
     "save_array",
     "write_csv",
+    "write_files",
     "write_json",
     "write_labels_csv",
 ]
@@ -75,6 +76,63 @@ def atomic_write(
     are :class:`LabelwiseError` naming the path.
     """
     path = Path(path)
+    tmp = _stage(path, write, binary)
+    try:
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise LabelwiseError(
+                f"cannot write {path} ({exc.strerror or exc}); nothing was changed"
+            ) from None
+        raise
+
+
+def write_files(files: Sequence[tuple[str | os.PathLike[str], str]]) -> None:
+    """Write several text files as one: either every file is new or none is.
+
+    Each ``(path, text)`` is first written in full to a temporary file beside its path (as
+    :func:`atomic_write` does); only when all of them are written are they renamed into
+    place, in the order given. A failure while writing (a directory given as a path, a
+    directory without write permission, no space) removes the temporary files and changes
+    nothing; the :class:`LabelwiseError` names the file that failed and says so.
+    """
+    staged: list[tuple[Path, str]] = []
+    try:
+        for where, text in files:
+            path = Path(where)
+            try:
+                staged.append((path, _stage(path, _writing(text), False)))
+            except LabelwiseError as exc:
+                others = [str(w) for i, (w, _) in enumerate(files) if i != len(staged)]
+                kept = f" ({', '.join(others)} as they were)" if others else ""
+                why = str(exc).removesuffix("; nothing was changed")
+                raise LabelwiseError(f"{why}; nothing was written{kept}") from None
+        for i, (path, tmp) in enumerate(staged):
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:
+                done = [str(p) for p, _ in staged[:i]]
+                raise LabelwiseError(
+                    f"cannot write {path} ({exc.strerror or exc})"
+                    + (f"; {', '.join(done)} already replaced" if done else "; nothing was changed")
+                ) from None
+    finally:
+        for _, tmp in staged:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+
+def _writing(text: str) -> Callable[[IO[Any]], object]:
+    """A ``write`` for :func:`atomic_write` that writes ``text``."""
+    return lambda fh: fh.write(text)
+
+
+def _stage(path: Path, write: Callable[[IO[Any]], object], binary: bool) -> str:
+    """A temporary file beside ``path`` (made with its directory, if need be) holding what
+    ``write`` wrote, synced, with the mode ``path`` has or a new file would get; errors are
+    :class:`LabelwiseError` naming ``path`` (the temporary file removed)."""
     if path.is_dir():
         raise LabelwiseError(f"cannot write {path}: it is a directory; give a file name")
     for up in (path.parent, *path.parent.parents):
@@ -101,7 +159,6 @@ def atomic_write(
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, _mode_for(path))
-        os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -110,6 +167,7 @@ def atomic_write(
                 f"cannot write {path} ({exc.strerror or exc}); nothing was changed"
             ) from None
         raise
+    return tmp
 
 
 def _mode_for(path: Path) -> int:

@@ -12,7 +12,7 @@ Layout (every file written atomically)::
     DIR/estimate.json    the last estimate
     DIR/ranking.json     the last ranking, with a fingerprint of the rows and labels it used
     DIR/<name>.state.json / <name>.state.npz   other state, e.g. a sequential campaign's;
-                         export.state.json: the sha256 of each Label Studio task file
+                         export.state.json: the sha256 of each Label Studio task file and config
                          ``labelwise export`` wrote (a re-run keeps one edited since)
     DIR/campaign.state.json   a sequential campaign (``labelwise campaign``): its sources, its
                          state (:meth:`labelwise.Campaign.to_dict`) and the labels recorded
@@ -588,7 +588,7 @@ class Workspace:
 
             atomic_write(out, _write, binary=True)
             return out
-        out = self.path / f"{name}.state.json"
+        out = self.state_file(name)
         write_json(out, obj)
         if name == CAMPAIGN:
             self._note_use()
@@ -611,10 +611,15 @@ class Workspace:
                 raise LabelwiseError(
                     f"state {name!r}: {npz} is not a readable .npz file ({exc}); {hint}"
                 ) from None
-        js = self.path / f"{name}.state.json"
+        js = self.state_file(name)
         if js.is_file():
             return read_json(js, f"state {name!r}")
         return None
+
+    def state_file(self, name: str) -> Path:
+        """Where :meth:`write_state` saves JSON state ``name``: ``<name>.state.json``."""
+        _check_name(name)
+        return self.path / f"{name}.state.json"
 
 
 def aside_directory(directory: Path) -> Path:

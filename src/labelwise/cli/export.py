@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,11 +13,11 @@ from numpy.typing import NDArray
 
 from .._json import dumps
 from ..exceptions import LabelwiseError
-from ..io import atomic_write, file_digest
+from ..io import file_digest, write_files
 from ..labelstudio import label_studio_tasks
 from ..workspace import Workspace, check_directory, check_output_file
 
-EXPORTED = "export"  # DIR/export.state.json: the task files written, path -> sha256
+EXPORTED = "export"  # DIR/export.state.json: the task files and configs written, path -> sha256
 
 
 def add_parser(sub: Any) -> None:
@@ -31,7 +32,8 @@ def add_parser(sub: Any) -> None:
             "hold the model's class as a pre-annotation. Beside the task file goes the "
             "matching labeling config (<stem>.config.xml: an Image or Text and a Choices "
             "control named 'label' with one choice per class name; one edited since an "
-            "earlier export is kept, and the new one written as <stem>.config.new.xml). "
+            "earlier export is kept, and the new one written as <stem>.config.new.xml, or "
+            "not at all if that one was edited too). "
             "A re-run rewrites the task file it wrote (the rows waiting now); one edited "
             "since, or one export did not write, is kept and the new tasks written as "
             "<stem>.new.json (refused if that one was edited too). "
@@ -129,54 +131,67 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"labelwise export: note: {note}", file=sys.stderr)
     out = args.out if args.out is not None else args.dir / "label-studio-tasks.json"
     stem = out.stem
-    config_path = out.with_name(f"{stem}.config.xml")
     check_output_file(out, args.dir, "--out", suffixes=(".json",))
     text = dumps(tasks, indent=2)
-    # a task file the user edited (annotations added, tasks removed) or that this command
-    # did not write is theirs, as an edited config is: kept, and this run's tasks go beside
-    # it; one exactly as an earlier export wrote it (its sha256 recorded) is rewritten
+    # a task file or config the user edited (annotations added, tasks removed; more choices,
+    # another layout) or that this command did not write is theirs: kept, and this run's
+    # goes beside it; one exactly as an earlier export wrote it (its sha256 recorded) is
+    # rewritten
     written = _written(ws)
-    kept_tasks = out if _tasks_edited(out, text, written) else None
-    if kept_tasks is not None:
-        out = out.with_name(f"{stem}.new.json")
-        check_output_file(out, args.dir, "--out", suffixes=(".json",))
-        if _tasks_edited(out, text, written):  # the place beside it is theirs too
-            raise LabelwiseError(
-                f"{kept_tasks} and {out} both hold tasks this command did not write there "
-                "(edited since, as with annotations added): neither is replaced; move one "
-                "of them away, or give --out another .json file, and export again"
-            )
-    # a config the user edited (more choices, another layout) is theirs: kept, and this
-    # run's config goes beside it; one as an earlier export wrote it is simply rewritten
-    kept = config_path if _differs(config_path, config) else None
-    if kept is not None:
-        config_path = config_path.with_name(f"{stem}.config.new.xml")
-    check_output_file(config_path, args.dir, "--out", suffixes=(".xml",))
-    atomic_write(out, lambda fh: fh.write(text))
-    written[str(out.resolve())] = file_digest(out)
-    ws.write_state(EXPORTED, written)
-    atomic_write(config_path, lambda fh: fh.write(config))
+    tasks_path, kept_tasks = _place(out, f"{stem}.new.json", text, written)
+    if tasks_path is None:  # the place beside it is theirs too
+        raise LabelwiseError(
+            f"{out} and {out.with_name(f'{stem}.new.json')} both hold tasks this command did "
+            "not write there (edited since, as with annotations added): neither is replaced; "
+            "move one of them away, or give --out another .json file, and export again"
+        )
+    check_output_file(tasks_path, args.dir, "--out", suffixes=(".json",))
+    config_path, kept = _place(
+        out.with_name(f"{stem}.config.xml"), f"{stem}.config.new.xml", config, written
+    )
+    if config_path is not None:
+        check_output_file(config_path, args.dir, "--out", suffixes=(".xml",))
+    # the task file, the config and the record of them are written as one (each to a
+    # temporary file first, all renamed at the end): a state file that cannot be written
+    # left tasks that the next run took for the user's
+    state = ws.state_file(EXPORTED)
+    if state.exists() and not state.is_file():
+        raise LabelwiseError(
+            f"cannot export: {state} is not a file (export records there the task files it "
+            "wrote); move it away and export again; nothing was written"
+        )
+    files = [(tasks_path, text)] + ([] if config_path is None else [(config_path, config)])
+    for path, content in files:
+        written[str(path.resolve())] = hashlib.sha256(content.encode("utf-8")).hexdigest()
+    write_files([*files, (state, dumps(written) + "\n")])
     what = "image" if "image" in tasks[0]["data"] else "text"
     pre = " with the model's class as a pre-annotation" if "predictions" in tasks[0] else ""
     print(f"wrote {len(tasks)} Label Studio tasks ({what}{pre}) for the {held} in {args.dir}")
-    print(f"  tasks:  {out}")
-    print(f"  config: {config_path} (paste into the project's Labeling Interface, Code)")
+    print(f"  tasks:  {tasks_path}")
+    if config_path is not None:
+        print(f"  config: {config_path} (paste into the project's Labeling Interface, Code)")
     if kept_tasks is not None:
         print(
             f"  kept:   {kept_tasks} (not the tasks an earlier export wrote there, as after "
             "an edit: not replaced; compare the two)"
         )
-    if kept is not None:
+    if kept is not None and config_path is not None:
         print(
-            f"  kept:   {kept} (it differs from the config written now, as after an edit: "
-            f"not replaced; compare the two)"
+            f"  kept:   {kept} (not the config an earlier export wrote there, as after an "
+            "edit: not replaced; compare the two)"
+        )
+    elif kept is not None:
+        print(
+            f"  kept:   {kept} and {kept.with_name(f'{stem}.config.new.xml')} (both edited "
+            "since an export wrote them: neither replaced, no config written; move one away "
+            "for the config of now)"
         )
     print(f"  then:   labelwise import {args.dir} EXPORT.json  (Label Studio's JSON export)")
     return 0
 
 
 def _written(ws: Workspace) -> dict[str, str]:
-    """The task files export wrote for ``ws``: resolved path -> sha256
+    """The task files and configs export wrote for ``ws``: resolved path -> sha256
     (``DIR/export.state.json``)."""
     try:
         doc = ws.read_state(EXPORTED)
@@ -187,8 +202,21 @@ def _written(ws: Workspace) -> dict[str, str]:
     return {k: v for k, v in doc.items() if isinstance(k, str) and isinstance(v, str)}
 
 
-def _tasks_edited(path: Path, text: str, written: dict[str, str]) -> bool:
-    """Whether ``path`` holds a task file other than one export wrote (its sha256 among those
+def _place(
+    path: Path, beside: str, text: str, written: dict[str, str]
+) -> tuple[Path | None, Path | None]:
+    """Where to write ``text`` meant for ``path``, and the file kept there: ``(path, None)``
+    when ``path`` is free or export's own; ``(path's sibling named beside, path)`` when
+    ``path`` is the user's (:func:`_edited`) and the sibling is not; ``(None, path)`` when
+    both are the user's."""
+    if not _edited(path, text, written):
+        return path, None
+    other = path.with_name(beside)
+    return (None if _edited(other, text, written) else other), path
+
+
+def _edited(path: Path, text: str, written: dict[str, str]) -> bool:
+    """Whether ``path`` holds a file other than one export wrote (its sha256 among those
     in ``written``, under whatever path: the directory may have been moved or reached by
     another name since) and other than ``text``: edited since, or not export's."""
     if not path.is_file() or path.is_symlink():
@@ -198,15 +226,5 @@ def _tasks_edited(path: Path, text: str, written: dict[str, str]) -> bool:
         if digest in written.values():
             return False
         return path.read_text(encoding="utf-8") != text
-    except (OSError, UnicodeDecodeError):
-        return True
-
-
-def _differs(path: Path, config: str) -> bool:
-    """Whether ``path`` holds a file other than ``config`` (an edited labeling config)."""
-    if not path.is_file() or path.is_symlink():
-        return False  # nothing there, or something check_output_file refuses anyway
-    try:
-        return path.read_text(encoding="utf-8") != config
     except (OSError, UnicodeDecodeError):
         return True
