@@ -208,7 +208,7 @@ def test_single_logit_binary_classifier_gives_two_class_probabilities(tmp_path) 
     x = _x()
     with torch.no_grad():
         p = torch.sigmoid(model(torch.from_numpy(x))).numpy()[:, 0]
-    cap = capture(model, x, progress=False, out=tmp_path / "cap")
+    cap = capture(model, x, head="softmax", progress=False, out=tmp_path / "cap")
     assert cap.outputs.shape == (40, 2)
     np.testing.assert_allclose(cap.outputs[:, 1], p, atol=1e-6)
     np.testing.assert_allclose(cap.outputs.sum(axis=1), 1.0, atol=1e-6)

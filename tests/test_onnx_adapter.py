@@ -135,6 +135,33 @@ def test_mlp_with_functional_forward_matches_torch(tmp_path: Path) -> None:
     np.testing.assert_allclose(raw.outputs, model(torch.from_numpy(x)).detach(), atol=ATOL)
 
 
+def test_one_output_without_a_head_warns_as_the_torch_adapter_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An ONNX regression model (one output per row) captured without head= (CLI: without
+    --head) was silently taken as a binary logit. It now warns, naming head='raw' and
+    head='softmax'; the CLI prints it as one note; --head raw is silent."""
+    torch.manual_seed(3)
+    reg = nn.Sequential(nn.Flatten(), nn.Linear(12, 5), nn.ReLU(), nn.Linear(5, 1))
+    path = export(reg, torch.from_numpy(vectors(2)), tmp_path / "reg.onnx")
+    x = vectors()
+    with pytest.warns(UserWarning, match="one output per row") as caught:
+        cap = lw_onnx.capture(path, x, progress=False)
+    assert len(caught) == 1 and "head='raw' (CLI: --head raw)" in str(caught[0].message)
+    assert cap.head == "softmax" and cap.outputs.shape == (33, 2)
+    raw = lw_onnx.capture(path, x, head="raw", progress=False)
+    with torch.no_grad():
+        np.testing.assert_allclose(raw.outputs, reg(torch.from_numpy(x)), atol=ATOL)
+    np.save(tmp_path / "x.npy", x)
+    argv = ["capture", "--model", str(path), "--inputs", str(tmp_path / "x.npy")]
+    assert main([*argv, "--out", str(tmp_path / "cap")]) == 0
+    notes = [ln for ln in capsys.readouterr().err.splitlines() if "one output per row" in ln]
+    assert len(notes) == 1 and notes[0].startswith("note: ") and "--head raw" in notes[0]
+    assert main([*argv, "--out", str(tmp_path / "raw"), "--head", "raw"]) == 0
+    assert "one output per row" not in capsys.readouterr().err
+    assert np.load(tmp_path / "raw" / "outputs.npy").shape == (33,)
+
+
 def test_layer_by_tensor_name(cnn_file: Path) -> None:
     model = make_cnn()
     x = images()

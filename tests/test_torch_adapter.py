@@ -337,10 +337,36 @@ def test_raw_head_and_existing_probabilities() -> None:
 def test_softmax_head_needs_classes_or_one_logit() -> None:
     # one output per row is a binary classifier's logit: [1 - sigmoid, sigmoid]
     single = nn.Sequential(nn.Linear(10, 4), nn.Linear(4, 1))
-    assert capture(single, vectors(), progress=False).outputs.shape[1] == 2
+    assert capture(single, vectors(), head="softmax", progress=False).outputs.shape[1] == 2
     grid = nn.Sequential(nn.Linear(10, 4), nn.Unflatten(1, (2, 2)))
     with pytest.raises(LabelwiseError, match="head='raw'"):
         capture(grid, vectors(), progress=False, layer="0")
+
+
+def test_one_output_without_a_head_warns_that_it_is_taken_as_a_logit() -> None:
+    """A regression model (one output per row) captured without head= was silently taken as
+    a binary classifier: its outputs became [1 - sigmoid, sigmoid]. The values cannot tell
+    the two apart, so head not given now warns, naming head='raw' and head='softmax'; either
+    given is silent (warnings are errors here), and several outputs never warn."""
+    torch.manual_seed(0)
+    reg = nn.Sequential(nn.Linear(10, 4), nn.ReLU(), nn.Linear(4, 1), nn.Flatten(0))  # (N,)
+    x = vectors()
+    with pytest.warns(UserWarning, match="one output per row") as caught:
+        cap = capture(reg, x, progress=False)
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert "head='raw' (CLI: --head raw)" in message
+    assert "head='softmax' (CLI: --head softmax)" in message
+    assert caught[0].filename == __file__  # the caller's line
+    with torch.no_grad():
+        p = torch.sigmoid(reg(t32(x))).numpy()
+    assert cap.head == "softmax" and close(cap.outputs, np.stack([1 - p, p], axis=1))
+    assert close(capture(reg, x, head="softmax", progress=False).outputs, cap.outputs)
+    with torch.no_grad():
+        assert close(capture(reg, x, head="raw", progress=False).outputs[:, 0], reg(t32(x)))
+    assert capture(Net(), x, progress=False).outputs.shape == (29, 3)
+    with pytest.raises(LabelwiseError, match="head must be None or one of"):
+        capture(reg, x, head="sigmoid", progress=False)
 
 
 def test_nonfinite_inputs_raise() -> None:

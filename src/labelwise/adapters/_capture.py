@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..exceptions import LabelwiseError
+from ..exceptions import LabelwiseError, user_stacklevel
 
 __all__ = ["Capture", "CaptureWriter", "array_rows", "parse_classes"]
 
@@ -177,6 +178,38 @@ def single_output_message(logits_output: int, returned: str) -> str:
     )
 
 
+def check_head(head: Any) -> tuple[str, bool]:
+    """``(head, inferred)``: ``None`` (not given) is ``"softmax"``, inferred; anything but
+    ``None`` or one of :data:`HEADS` is an error."""
+    if head is None:
+        return "softmax", True
+    if head not in HEADS:
+        raise LabelwiseError(f"head must be None or one of {HEADS}, got {head!r}")
+    return head, False
+
+
+def one_output(values: Any) -> bool:
+    """Whether a batch of model outputs holds one value per row (``(rows,)``, ``(rows, 1)``):
+    a binary classifier's logit, or a regression."""
+    arr = np.asarray(values)
+    return arr.ndim == 1 or (arr.ndim == 2 and arr.shape[1] == 1)
+
+
+def warn_one_output() -> None:
+    """The warning when ``head`` was not given and the model has one output per row: it is
+    taken as a binary classifier's logit, which a regression model's output is not; nothing
+    in the values tells the two apart (a regression target in [-5, 5] is a plausible logit),
+    so the caller is told how to say which it is."""
+    warnings.warn(
+        "the model has one output per row, taken as a binary classifier's logit "
+        "(probabilities [1 - sigmoid, sigmoid]); for a regression model pass head='raw' "
+        "(CLI: --head raw), for a binary classifier head='softmax' (CLI: --head softmax) "
+        "to silence this",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
+
+
 def head_outputs(values: Any, rows: int, head: str) -> NDArray[Any]:
     """One batch of model outputs (NumPy, rows first) as the 2-D array ``head`` stores.
 
@@ -191,7 +224,7 @@ def head_outputs(values: Any, rows: int, head: str) -> NDArray[Any]:
         raise LabelwiseError(f"the model output has shape {arr.shape}, expected {rows} rows first")
     if head == "raw":
         return arr.reshape(rows, -1)
-    if arr.ndim == 1 or (arr.ndim == 2 and arr.shape[1] == 1):
+    if one_output(arr):
         # one logit per row: a binary classifier, probabilities [1 - sigmoid, sigmoid]
         with np.errstate(over="ignore"):  # exp(-x) overflows to inf for x << 0: p = 0
             p = 1.0 / (1.0 + np.exp(-arr.reshape(rows, 1).astype(np.float64)))

@@ -149,7 +149,7 @@ def capture_to_zarr(
     out_dir: str | os.PathLike[str],
     *,
     layer: str | None = None,
-    head: str = "softmax",
+    head: str | None = None,
     batch_size: int = 256,
     rows_per_task: int | None = None,
 ) -> ZarrCapture:
@@ -201,7 +201,9 @@ def capture_to_zarr(
     # shapes and the layer from the first row, captured here (cheap)
     first = np.asarray(src[:1])
     _check_block(first, 0, 0, "inputs")
+    # (head None: the probe warns of a model with one output, the blocks take its head)
     probe = lw_torch.capture(model, first, layer=layer, head=head, batch_size=1, progress=False)
+    head = probe.head
     n = int(src.shape[0])
     # a block holds its inputs, activations and outputs: the budget covers all three
     width = prod(src.shape[1:]) + probe.activations.shape[1] + probe.outputs.shape[1]

@@ -33,15 +33,17 @@ from .._progress import progress_bar
 from .._validation import check_int
 from ..exceptions import LabelwiseError, user_stacklevel
 from ._capture import (
-    HEADS,
     Capture,
     CaptureWriter,
     array_rows,
+    check_head,
     head_outputs,
     model_file,
+    one_output,
     pair_roles,
     parse_classes,
     single_output_message,
+    warn_one_output,
 )
 
 __all__ = ["capture", "load_model"]
@@ -105,7 +107,7 @@ def capture(
     inputs: Any,
     *,
     layer: str | None = None,
-    head: str = "softmax",
+    head: str | None = None,
     batch_size: int = 256,
     progress: bool = True,
     out: str | os.PathLike[str] | None = None,
@@ -129,7 +131,9 @@ def capture(
         the captured tensor's name.
     head:
         ``"softmax"`` (outputs that are already probabilities are kept as they are) or
-        ``"raw"`` (outputs unchanged, e.g. regression), as in the PyTorch adapter.
+        ``"raw"`` (outputs unchanged, e.g. regression), as in the PyTorch adapter; ``None``
+        (default): ``"softmax"``, with a ``UserWarning`` when the model has one output per row
+        (a binary classifier's logit, or a regression's output).
     batch_size:
         Rows per run (>= 1). A model exported with a fixed batch size runs that many rows at a
         time (the last batch padded with zeros, the padding dropped).
@@ -160,8 +164,7 @@ def capture(
         onnx or onnxruntime is not installed.
     """
     onnx, ort = _require_onnx()
-    if head not in HEADS:
-        raise LabelwiseError(f"head must be one of {HEADS}, got {head!r}")
+    head, inferred = check_head(head)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if layer is not None and (not isinstance(layer, str) or not layer):
         raise LabelwiseError(f"layer must be None or a non-empty tensor name, got {layer!r}")
@@ -192,6 +195,7 @@ def capture(
     fetch = [graph.output_name]
     if not graph.feature_is_input and graph.feature_name != graph.output_name:
         fetch.append(graph.feature_name)
+    single = False
     with CaptureWriter(n_rows, head=head, out=out) as writer:
         starts = range(0, n_rows, step)
         bar = progress_bar(len(starts), desc="labelwise capture", unit="batch", enabled=progress)
@@ -199,6 +203,7 @@ def capture(
             for start, x, rows in _padded(get, n_rows, step, graph, fixed == step):
                 results = _run(session, fetch, graph, x)
                 outs = results[0][:rows]
+                single = one_output(outs)
                 feats = x[:rows] if graph.feature_is_input else results[-1][:rows]
                 writer.write(
                     start,
@@ -208,6 +213,8 @@ def capture(
                 )
                 bar.update(1)
         activations, outputs = writer.finish(graph.label)
+    if inferred and single:
+        warn_one_output()
     if classes is not None and len(classes) != outputs.shape[1]:
         raise LabelwiseError(
             f"the ONNX metadata entry 'classes' names {len(classes)} classes but the model "

@@ -38,16 +38,18 @@ from .._progress import progress_bar
 from .._validation import check_int
 from ..exceptions import LabelwiseError, user_stacklevel
 from ._capture import (
-    HEADS,
     Capture,
     CaptureWriter,
     array_rows,
+    check_head,
     head_outputs,
     model_file,
+    one_output,
     pair_roles,
     parse_classes,
     probability_tolerance,
     single_output_message,
+    warn_one_output,
 )
 from ._torch_graph import GraphTap, is_exported, tap_exported, tap_scripted
 
@@ -423,7 +425,7 @@ def capture(
     inputs: Any,
     *,
     layer: str | None = None,
-    head: str = "softmax",
+    head: str | None = None,
     batch_size: int = 256,
     device: str | torch.device = "cpu",
     progress: bool = True,
@@ -464,7 +466,8 @@ def capture(
         kept as they are; decided on the first batch, within a tolerance that follows the
         output dtype). One logit per row (shape ``(N,)`` or ``(N, 1)``: a binary classifier)
         gives ``[1 - sigmoid, sigmoid]``. ``"raw"``: ``outputs`` are the model outputs
-        unchanged.
+        unchanged (a regression). ``None`` (default): ``"softmax"``, with a ``UserWarning``
+        when the model has one output per row, which may as well be a regression's.
     batch_size:
         Rows per forward pass (>= 1). Does not change the result.
     device:
@@ -516,8 +519,7 @@ def capture(
     _require_torch()
     import torch
 
-    if head not in HEADS:
-        raise LabelwiseError(f"head must be one of {HEADS}, got {head!r}")
+    head, inferred = check_head(head)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if layer is not None and (not isinstance(layer, str) or not layer):
         raise LabelwiseError(f"layer must be None or a non-empty module name, got {layer!r}")
@@ -562,6 +564,8 @@ def capture(
             finally:
                 runner.detach()
         activations, outputs = writer.finish(runner.label, rows=done)
+    if inferred and runner.one_output:
+        warn_one_output()
     if classes is not None and outputs.shape[1] != len(classes):
         classes = None  # a `classes` attribute that does not describe the outputs
     return Capture(
@@ -1093,6 +1097,7 @@ class _Runner:
         self._handles: list[Any] = []
         self._tap: GraphTap | None = None
         self._mode: str | None = None  # "hook", "tuple" or "graph"; set on batch 1
+        self.one_output = False  # whether the model's outputs are one value per row
 
     # hooks ---------------------------------------------------------------------------
 
@@ -1333,7 +1338,9 @@ class _Runner:
                 f"the model returned a {type(out).__name__}; expected a tensor of outputs or "
                 "a tuple (features, logits)"
             )
-        return head_outputs(_exact_numpy(out), rows, self.head).astype(np.float32)
+        values = _exact_numpy(out)
+        self.one_output = one_output(values)
+        return head_outputs(values, rows, self.head).astype(np.float32)
 
 
 def _expected_input(model: torch.nn.Module) -> str | None:

@@ -101,7 +101,14 @@ def add_parser(sub: Any) -> None:
         default=None,
         help="PyTorch: module name; ONNX: tensor name (default: the last hidden layer)",
     )
-    c.add_argument("--head", choices=["softmax", "raw"], default="softmax", help="output transform")
+    c.add_argument(
+        "--head",
+        choices=["softmax", "raw"],
+        default=None,
+        help="output transform: softmax (classifier; one output per row is a binary logit, "
+        "[1 - sigmoid, sigmoid]) or raw (regression); not given: softmax, with a note when the "
+        "model has one output per row",
+    )
     c.add_argument(
         "--logits-output",
         type=int,
