@@ -242,6 +242,37 @@ def test_export_pt2_matches_module(user_dir: Path, capsys: pytest.CaptureFixture
     assert json.loads((user_dir / "cap" / "capture.json").read_text())["model_kind"] == "export"
 
 
+def test_a_pt2_that_torch_save_wrote_is_named_without_torchs_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A state_dict (or a TorchScript file) saved as .pt2: torch.export.load logged its own
+    traceback through torch's stderr handler, then raised 'check the warnings above'. Now
+    nothing is logged and the error says what wrote the file and how to give it; a .pt2
+    that is no zip at all gets torch's own reason, not 'the warnings above'."""
+    import io
+    import logging
+
+    stream = io.StringIO()
+    torch_handler = logging.StreamHandler(stream)  # as torch's own stderr handler
+    monkeypatch.setattr(logging.getLogger("torch.export"), "handlers", [torch_handler])
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    torch.save(model.state_dict(), str(tmp_path / "sd.pt2"))
+    with pytest.raises(LabelwiseError) as err:
+        load_model(tmp_path / "sd.pt2")
+    assert "is not a torch.export program: torch.save wrote it" in str(err.value)
+    assert "--state-dict FILE with --model-class" in str(err.value)
+    scripted(model, tmp_path / "ts.pt2")
+    with pytest.raises(LabelwiseError, match=r"TorchScript file \(torch.jit.save\): give it a .pt"):
+        load_model(tmp_path / "ts.pt2")
+    (tmp_path / "text.pt2").write_text("not a model")
+    with pytest.raises(LabelwiseError) as err:
+        load_model(tmp_path / "text.pt2")
+    assert "failed reading zip archive" in str(err.value) and "above" not in str(err.value)
+    assert stream.getvalue() == ""
+    assert logging.getLogger("torch.export").handlers == [torch_handler]
+
+
 # --------------------------------------------------------------------------- inputs
 
 

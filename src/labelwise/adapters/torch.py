@@ -27,6 +27,7 @@ import os
 import re
 import sys
 import warnings
+import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -389,18 +390,62 @@ def _few(names: list[str], shown: int = 5) -> str:
 
 
 def _from_export(where: str) -> torch.nn.Module:
+    """The module of a ``torch.export`` program. torch logs the traceback of a file it
+    cannot read (e.g. a state_dict saved as ``.pt2``) and raises "check the warnings above":
+    the log is held back and its error given instead, and a file torch.save or
+    torch.jit.save wrote is named as such."""
+    import logging
+
     import torch
 
+    class _Held(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.errors: list[BaseException] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.exc_info and record.exc_info[1] is not None:
+                self.errors.append(record.exc_info[1])
+
+    log = logging.getLogger("torch.export")  # torch gives it its own stderr handler
+    held = _Held()
+    handlers, propagate = list(log.handlers), log.propagate
+    log.handlers, log.propagate = [held], False
     try:
         program = torch.export.load(where)
         module: torch.nn.Module = program.module()
     except Exception as exc:
+        other = _saved_otherwise(where)
+        if other:
+            raise LabelwiseError(f"{where!r} is not a torch.export program: {other}") from exc
+        why = held.errors[-1] if held.errors else exc
         raise LabelwiseError(
             f"could not load the torch.export program {where!r} (torch.export.load: "
-            f"{_short(exc)}); save it with torch.export.save(torch.export.export(model, "
+            f"{_short(why)}); save it with torch.export.save(torch.export.export(model, "
             "(x,)), FILE)"
         ) from exc
+    finally:
+        log.handlers, log.propagate = handlers, propagate
     return module
+
+
+def _saved_otherwise(where: str) -> str:
+    """For a ``.pt2`` that is no torch.export program: what torch.save or torch.jit.save wrote
+    it (read from the zip's names, nothing unpickled), and how to give it; else ``""``."""
+    try:
+        with zipfile.ZipFile(where) as zf:
+            names = zf.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return ""
+    if any("/code/" in n for n in names):
+        return "it is a TorchScript file (torch.jit.save): give it a .pt suffix"
+    if any(n.endswith("/data.pkl") for n in names):
+        return (
+            "torch.save wrote it (a state_dict, a checkpoint or a pickled module?): give a "
+            "state_dict as --state-dict FILE with --model-class pkg.module:Class (Python: "
+            "model_class=), a pickled module with a .pt suffix"
+        )
+    return ""
 
 
 def parse_model_kwargs(text: str | None) -> dict[str, Any] | None:
