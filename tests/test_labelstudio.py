@@ -637,3 +637,27 @@ def test_an_export_whose_state_cannot_be_written_leaves_no_half_export(
     assert {p.name: p.read_bytes() for p in d.glob("label-studio-tasks*")} == before
     assert len(tasks) < len(_to_label(d))
     assert not [p for p in d.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_an_export_and_classes_saved_with_a_bom_and_windows_line_ends_are_read(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Label Studio export opened and saved again in Windows Notepad (a UTF-8 byte-order
+    mark, CRLF line ends) was refused as 'not valid JSON, cut short?', and a classes.json
+    saved so (the file export's error asks for) as 'not valid JSON'. Both are read now: the
+    import gives the labels the file without them gives."""
+    y = pile["y"]
+    a, b = _campaign(pile, "a", capsys), _campaign(pile, "b", capsys)  # the same campaign
+    names = json.dumps(NAMES, indent=1).replace("\n", "\r\n")
+    (a / "classes.json").write_bytes(b"\xef\xbb\xbf" + names.encode())
+    tasks = _export(a, capsys)
+    config = ET.parse(a / "label-studio-tasks.config.xml")
+    assert [c.get("value") for c in config.iter("Choice")] == NAMES
+    export = json.dumps(_full_export(tasks, y), indent=1)
+    (a / "export.json").write_text(export)
+    (b / "export.json").write_bytes(b"\xef\xbb\xbf" + export.replace("\n", "\r\n").encode())
+    for d in (a, b):
+        code, _out, err = run_cli(["import", d, d / "export.json"], capsys)
+        assert code == 0, err
+    assert _labels_csv(a / "labels.csv") == _labels_csv(b / "labels.csv")
+    assert len(_labels_csv(a / "labels.csv")) == 30

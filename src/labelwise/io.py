@@ -189,7 +189,7 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> None:
 
 def read_json(path: str | os.PathLike[str], what: str) -> Any:
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:  # a BOM, as Notepad saves it
             return json.load(fh)
     except FileNotFoundError:
         raise LabelwiseError(f"{what}: {path} does not exist") from None

@@ -293,7 +293,7 @@ def _read_export(path: Path) -> Any:
     if not path.is_file():
         return read_json(path, f"EXPORT {path}")  # the usual error for a missing file
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise LabelwiseError(f"EXPORT {path} cannot be read ({exc})") from None
