@@ -135,3 +135,20 @@ def test_write_files_writes_all_or_none(tmp_path: Path) -> None:
     write_files([(first, "new tasks"), (second, "{}\n")])
     assert first.read_text() == "new tasks" and second.read_text() == "{}\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a file", "state.json", "tasks.json"]
+
+
+def test_a_labels_csv_in_utf16_is_named_as_such(tmp_path: Path) -> None:
+    """A labels file saved as a spreadsheet's 'Unicode Text' (UTF-16 with its byte-order
+    mark) was refused as 'not UTF-8 text (line 1 holds byte 0xff)'; it is now named UTF-16,
+    with how to save it. The same rows as UTF-8 with a BOM and CRLF line ends are read."""
+    text = "row,label\r\n0,1\r\n3,2\r\n"
+    (tmp_path / "u16.csv").write_bytes(text.encode("utf-16"))
+    with pytest.raises(LabelwiseError) as err:
+        read_labels_csv(tmp_path / "u16.csv")
+    assert str(err.value) == (
+        f"--labels: {tmp_path / 'u16.csv'} is UTF-16 text (a spreadsheet's 'Unicode Text'), "
+        "not UTF-8: save it as 'CSV UTF-8'"
+    )
+    (tmp_path / "u8.csv").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    rows, column, values = read_labels_csv(tmp_path / "u8.csv")
+    assert rows.tolist() == [0, 3] and column == "label" and values.tolist() == [1, 2]

@@ -47,6 +47,11 @@ def _not_utf8(path: Path, what: str) -> str:
     raw = path.read_bytes()
     if raw.startswith(b"\x93NUMPY"):
         return f"{what}: {path} is a NumPy array, not a CSV of labels (row,label)"
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return (
+            f"{what}: {path} is UTF-16 text (a spreadsheet's 'Unicode Text'), not UTF-8: "
+            "save it as 'CSV UTF-8'"
+        )
     if raw.startswith(b"PK\x03\x04"):
         return (
             f"{what}: {path} is a zip file (an .xlsx workbook?), not a CSV of labels: save it as "
