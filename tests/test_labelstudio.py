@@ -661,3 +661,25 @@ def test_an_export_and_classes_saved_with_a_bom_and_windows_line_ends_are_read(
         assert code == 0, err
     assert _labels_csv(a / "labels.csv") == _labels_csv(b / "labels.csv")
     assert len(_labels_csv(a / "labels.csv")) == 30
+
+
+def test_export_out_must_name_a_json_file(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'--out tasks/' (a folder meant) wrote a task file named 'tasks' and 'tasks.config.xml'
+    beside it, '--out tasks.csv' JSON into a .csv; both are now errors saying what to give,
+    and nothing is written."""
+    d = _campaign(pile, "camp", capsys)
+    before = sorted(p.name for p in pile["dir"].iterdir())
+    code, _out, err = run_cli(["export", d, "--out", f"{pile['dir'] / 'tasks'}/"], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert err.strip().endswith(
+        f"is a directory; give the task file's name, e.g. "
+        f"{pile['dir'] / 'tasks' / 'label-studio-tasks.json'}"
+    ), err
+    code, _out, err = run_cli(["export", d, "--out", pile["dir"] / "tasks.csv"], capsys)
+    assert code == 2
+    assert "Label Studio tasks are a JSON file; give a name ending in .json, e.g. " in err
+    assert sorted(p.name for p in pile["dir"].iterdir()) == before
+    code, out, err = run_cli(["export", d, "--out", pile["dir"] / "tasks.JSON"], capsys)
+    assert code == 0 and f"config: {pile['dir'] / 'tasks.config.xml'}" in out, err

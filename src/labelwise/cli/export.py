@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,7 @@ def add_parser(sub: Any) -> None:
     )
     e.add_argument(
         "--out",
-        type=Path,
-        help="task file to write (default: DIR/label-studio-tasks.json)",
+        help="task file to write, a .json file (default: DIR/label-studio-tasks.json)",
     )
     e.add_argument(
         "--image-url-prefix",
@@ -129,7 +129,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     )
     for note in notes:
         print(f"labelwise export: note: {note}", file=sys.stderr)
-    out = args.out if args.out is not None else args.dir / "label-studio-tasks.json"
+    out = _task_file(args.out) if args.out is not None else args.dir / "label-studio-tasks.json"
     stem = out.stem
     check_output_file(out, args.dir, "--out", suffixes=(".json",))
     text = dumps(tasks, indent=2)
@@ -188,6 +188,25 @@ def cmd_export(args: argparse.Namespace) -> int:
         )
     print(f"  then:   labelwise import {args.dir} EXPORT.json  (Label Studio's JSON export)")
     return 0
+
+
+def _task_file(given: str) -> Path:
+    """``--out``: a .json file. A name ending in a path separator (a folder meant: argparse's
+    Path dropped the separator and a file of that name was written) or in another suffix (a
+    JSON task file named tasks.csv, its config tasks.config.xml) is an error that says what
+    to give."""
+    out = Path(given)
+    if given.endswith(("/", os.sep)) or out.is_dir():
+        raise LabelwiseError(
+            f"--out {given} is a directory; give the task file's name, e.g. "
+            f"{out / 'label-studio-tasks.json'}"
+        )
+    if out.suffix.lower() != ".json":
+        raise LabelwiseError(
+            f"--out {given}: Label Studio tasks are a JSON file; give a name ending in .json, "
+            f"e.g. {out.with_suffix('.json')}"
+        )
+    return out
 
 
 def _written(ws: Workspace) -> dict[str, str]:
