@@ -683,3 +683,29 @@ def test_export_out_must_name_a_json_file(
     assert sorted(p.name for p in pile["dir"].iterdir()) == before
     code, out, err = run_cli(["export", d, "--out", pile["dir"] / "tasks.JSON"], capsys)
     assert code == 0 and f"config: {pile['dir'] / 'tasks.config.xml'}" in out, err
+
+
+def test_importing_what_export_wrote_says_to_label_it_in_label_studio_first(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'labelwise import DIR label-studio-tasks.json' (the tasks export wrote, no labels yet)
+    said '10 tasks without an annotation ... Is it Label Studio's export of the tasks?', the
+    config 'looks like a CSV or TSV export', a folder 'is not valid JSON ([Errno 21] ...)'.
+    Now each says what the file is and what to import instead; nothing is written."""
+    d = _campaign(pile, "camp", capsys)
+    _export(d, capsys)
+    tasks, config = d / "label-studio-tasks.json", d / "label-studio-tasks.config.xml"
+    for path in (tasks, config):
+        code, _out, err = run_cli(["import", d, path], capsys)
+        assert code == 2 and "Traceback" not in err
+        assert err.strip() == (
+            f"labelwise: error: EXPORT {path} is a file 'labelwise export' wrote (the tasks or "
+            "their labeling config, to load into Label Studio: no labels yet); label the tasks "
+            "in Label Studio, export the project as JSON (Export > JSON) and import that file"
+        )
+    (d / "mine.xml").write_text(config.read_text() + "<!-- mine -->\n")
+    code, _out, err = run_cli(["import", d, d / "mine.xml"], capsys)
+    assert code == 2 and "is XML (a labeling config?), not an export" in err
+    code, _out, err = run_cli(["import", d, pile["dir"]], capsys)
+    assert code == 2 and "is a directory; give the JSON file Label Studio exported" in err
+    assert not (d / "labels.csv").exists()

@@ -290,6 +290,11 @@ def _task_row(task: Mapping[str, Any]) -> int | None:
 
 def _read_export(path: Path) -> Any:
     """The export's JSON; a CSV/TSV export or a cut file is an error saying to export JSON."""
+    if path.is_dir():
+        raise LabelwiseError(
+            f"EXPORT {path} is a directory; give the JSON file Label Studio exported (Export > "
+            "JSON)"
+        )
     if not path.is_file():
         return read_json(path, f"EXPORT {path}")  # the usual error for a missing file
     try:
@@ -304,6 +309,8 @@ def _read_export(path: Path) -> Any:
         what = (
             "is empty"
             if not head
+            else "is XML (a labeling config?), not an export"
+            if head == "<"
             else "looks like a CSV or TSV export"
             if head not in "[{"
             else f"is not valid JSON, cut short? ({exc})"

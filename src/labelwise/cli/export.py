@@ -137,7 +137,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     # another layout) or that this command did not write is theirs: kept, and this run's
     # goes beside it; one exactly as an earlier export wrote it (its sha256 recorded) is
     # rewritten
-    written = _written(ws)
+    written = written_files(ws)
     tasks_path, kept_tasks = _place(out, f"{stem}.new.json", text, written)
     if tasks_path is None:  # the place beside it is theirs too
         raise LabelwiseError(
@@ -209,7 +209,7 @@ def _task_file(given: str) -> Path:
     return out
 
 
-def _written(ws: Workspace) -> dict[str, str]:
+def written_files(ws: Workspace) -> dict[str, str]:
     """The task files and configs export wrote for ``ws``: resolved path -> sha256
     (``DIR/export.state.json``)."""
     try:

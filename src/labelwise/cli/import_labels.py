@@ -11,12 +11,12 @@ import numpy as np
 
 from .. import registry
 from ..exceptions import LabelwiseError
-from ..io import id_key
+from ..io import file_digest, id_key
 from ..labelstudio import LabelStudioAnswers, class_names, read_label_studio_export
 from ..workspace import LABELS, Workspace
 from ._common import DefaultsHelpFormatter
 from ._labelling import LOCK_FILE, check_classes, lock_directory, unlock
-from .export import check_classification, open_workspace, rows_to_label
+from .export import check_classification, open_workspace, rows_to_label, written_files
 
 
 def add_parser(sub: Any) -> None:
@@ -109,6 +109,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     ws = open_workspace(args.dir, held)
     check_classification(ws, held, args.dir)
     names = class_names(ws)
+    if args.export.is_file() and file_digest(args.export) in written_files(ws).values():
+        raise LabelwiseError(
+            f"EXPORT {args.export} is a file 'labelwise export' wrote (the tasks or their "
+            "labeling config, to load into Label Studio: no labels yet); label the tasks in "
+            "Label Studio, export the project as JSON (Export > JSON) and import that file"
+        )
     ans = read_label_studio_export(args.export, names)
     check_ids(ws, ans, args.export)
     fh = lock_directory(
