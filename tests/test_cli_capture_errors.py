@@ -241,3 +241,31 @@ def test_an_unscaled_uint8_image_array_gets_a_note(
         err = capsys.readouterr().err
         noted = "note:" in err and "uint8" in err and "255" in err
         assert noted == (name == "u8"), err
+
+
+def test_one_class_name_for_a_one_logit_model_says_to_name_both(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A binary classifier with one logit per row and '--classes' naming its one positive
+    class said '--classes: c.txt names 1 classes, the model outputs 2', while the model has one
+    output. It now says the model is a binary classifier and to name both classes, in order;
+    two names are taken, and '--head softmax' silences the one-output note."""
+    torch.manual_seed(0)
+    model = _save(nn.Sequential(nn.Linear(10, 4), nn.ReLU(), nn.Linear(4, 1)), tmp_path / "b.pt")
+    x = np.random.default_rng(0).normal(size=(12, 10)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    (tmp_path / "one.txt").write_text("spam\n")
+    (tmp_path / "two.txt").write_text("ham\nspam\n")
+    argv = ["capture", "--model", str(model), "--inputs", str(tmp_path / "x.npy"), "--head",
+            "softmax", "--out", str(tmp_path / "cap")]  # fmt: skip
+    assert main([*argv, "--classes", str(tmp_path / "one.txt")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        f"labelwise: error: --classes: {tmp_path / 'one.txt'} names 1 class, but the model is a "
+        "binary classifier (one logit per row, or two scores): name both classes, class 0 (the "
+        "negative) then class 1"
+    )
+    assert main([*argv, "--classes", str(tmp_path / "two.txt")]) == 0
+    assert "note:" not in capsys.readouterr().err
+    assert json.loads((tmp_path / "cap" / "classes.json").read_text()) == ["ham", "spam"]
+    assert np.load(tmp_path / "cap" / "probabilities.npy").shape == (12, 2)

@@ -341,6 +341,12 @@ def cmd_capture(args: argparse.Namespace) -> int:
             raise LabelwiseError(f"{exc}{_pile_hint(inputs, str(exc))}") from exc
         n_out = int(cap.outputs.shape[1])
         if classes is not None and cap.head == "softmax" and len(classes) != n_out:
+            if n_out == 2 and len(classes) == 1:
+                raise LabelwiseError(
+                    f"--classes: {args.classes} names 1 class, but the model is a binary "
+                    "classifier (one logit per row, or two scores): name both classes, class 0 "
+                    "(the negative) then class 1"
+                )
             raise LabelwiseError(
                 f"--classes: {args.classes} names {len(classes)} classes, the model outputs {n_out}"
             )
