@@ -5,9 +5,14 @@ per annotation). The exports below are written by hand in that shape."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
+import os
+import shutil
+import subprocess
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -709,3 +714,38 @@ def test_importing_what_export_wrote_says_to_label_it_in_label_studio_first(
     code, _out, err = run_cli(["import", d, pile["dir"]], capsys)
     assert code == 2 and "is a directory; give the JSON file Label Studio exported" in err
     assert not (d / "labels.csv").exists()
+
+
+@contextlib.contextmanager
+def _read_only(d: Path) -> Iterator[None]:
+    """``d`` made read-only: chmod for a user; for root (who writes anyway) the immutable
+    attribute (chattr +i, ext4 and the like); skipped where neither holds."""
+    if os.geteuid() != 0:
+        d.chmod(0o555)
+        try:
+            yield
+        finally:
+            d.chmod(0o755)
+        return
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+i", str(d)], capture_output=True).returncode:
+        pytest.skip("root writes into read-only folders, and chattr +i is not available here")
+    try:
+        yield
+    finally:
+        subprocess.run([chattr, "-i", str(d)], check=True)
+
+
+def test_an_export_into_a_read_only_directory_writes_no_task_file_elsewhere(
+    pile: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """DIR read-only and --out in another folder: the task file was written there before the
+    state in DIR failed. Now neither is written and the error names the state file."""
+    d = _campaign(pile, "camp", capsys)
+    elsewhere = pile["dir"] / "elsewhere"
+    elsewhere.mkdir()
+    with _read_only(d):
+        code, _out, err = run_cli(["export", d, "--out", elsewhere / "t.json"], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert list(elsewhere.iterdir()) == []
+    assert f"cannot write {d / 'export.state.json'}" in err and "nothing was written" in err
