@@ -309,3 +309,26 @@ def test_a_rerun_does_not_leave_an_earlier_runs_plots_as_its_own(tmp_path, capsy
     assert "confidence_loss" not in doc["details"]
     assert not (tmp_path / "d" / "confidence_loss.png").exists()
     assert "removed confidence_loss.png of an earlier run" in out
+
+
+def test_a_one_logit_classifier_gets_no_note_naming_an_option_the_command_lacks(
+    tmp_path, capsys
+) -> None:
+    """'labelwise dependability' of a binary classifier with one logit per row printed
+    capture's note 'pass ... (CLI: --head raw) ... --head softmax to silence this', options
+    this command does not have. Its probabilities are a classifier's: no note now."""
+    torch = pytest.importorskip("torch")
+    from labelwise.cli import main
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    torch.save(model, str(tmp_path / "m.pt"))
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "x.npy", rng.normal(size=(60, 6)).astype(np.float32))
+    np.save(tmp_path / "y.npy", rng.integers(0, 2, size=60))
+    argv = ["dependability", "--model", str(tmp_path / "m.pt"), "--inputs",
+            str(tmp_path / "x.npy"), "--labels", str(tmp_path / "y.npy"), "--out",
+            str(tmp_path / "out")]  # fmt: skip
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "--head" not in err and "one output per row" not in err

@@ -132,7 +132,9 @@ def cmd_dependability(args: argparse.Namespace) -> int:
     classes = None if args.classes is None else read_classes(args.classes)
     labels = read_all_labels(args.labels, "--labels", inputs.shape[0], classes)
     model = load_model(args.model)
-    cap = capture(model, inputs, layer=args.layer)
+    # a classifier's probabilities (one output per row: a binary logit); this command has no
+    # --head for capture's note on one-output models to name
+    cap = capture(model, inputs, layer=args.layer, head="softmax")
     rep = dependability_report(
         labels=labels,
         probabilities=cap.outputs,

@@ -71,8 +71,10 @@ def cmd_quality(args: argparse.Namespace) -> int:
         if args.train_inputs is None or args.test_inputs is None:
             raise LabelwiseError("--model needs --train-inputs and --test-inputs")
         model = load_model(args.model)
-        train = capture(model, load_array(args.train_inputs, "--train-inputs"))
-        test = capture(model, load_array(args.test_inputs, "--test-inputs"))
+        # a classifier's probabilities (one output per row: a binary logit); this command
+        # has no --head for capture's note on one-output models to name
+        train = capture(model, load_array(args.train_inputs, "--train-inputs"), head="softmax")
+        test = capture(model, load_array(args.test_inputs, "--test-inputs"), head="softmax")
         train_f, test_f, test_p = train.activations, test.activations, test.outputs
     else:
         missing = [
