@@ -269,3 +269,24 @@ def test_one_class_name_for_a_one_logit_model_says_to_name_both(
     assert "note:" not in capsys.readouterr().err
     assert json.loads((tmp_path / "cap" / "classes.json").read_text()) == ["ham", "spam"]
     assert np.load(tmp_path / "cap" / "probabilities.npy").shape == (12, 2)
+
+
+def test_classes_with_head_raw_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'--head raw' (a regression model's outputs) with '--classes' wrote a classes.json for a
+    regression capture, which later commands read as a classifier's class names. The two
+    contradict each other: it is now an argument error, and --out is not created."""
+    torch.manual_seed(0)
+    model = _save(nn.Sequential(nn.Linear(10, 4), nn.ReLU(), nn.Linear(4, 1)), tmp_path / "r.pt")
+    np.save(tmp_path / "x.npy", np.zeros((6, 10), np.float32))
+    (tmp_path / "c.txt").write_text("low\nhigh\n")
+    argv = ["capture", "--model", str(model), "--inputs", str(tmp_path / "x.npy"), "--head",
+            "raw", "--out", str(tmp_path / "cap")]  # fmt: skip
+    assert main([*argv, "--classes", str(tmp_path / "c.txt")]) == 2
+    err = capsys.readouterr().err
+    assert "--classes" in err and "--head raw" in err and "Traceback" not in err
+    assert not (tmp_path / "cap").exists()
+    assert main(argv) == 0
+    assert not (tmp_path / "cap" / "classes.json").exists()
+    assert np.load(tmp_path / "cap" / "outputs.npy").shape == (6,)

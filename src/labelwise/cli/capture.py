@@ -129,6 +129,11 @@ class _Formatter(DefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
 
 def _model_route(args: argparse.Namespace) -> str:
     """``"onnx"``, ``"state-dict"`` or ``"torch"`` (TorchScript, pickle or .pt2)."""
+    if args.head == "raw" and args.classes is not None:
+        raise LabelwiseError(
+            "--classes names a classifier's classes, but --head raw captures a regression "
+            "model's outputs: drop --classes, or use --head softmax for a classifier"
+        )
     if args.state_dict is not None or args.model_class is not None:
         if args.model is not None:
             raise LabelwiseError(
