@@ -343,6 +343,50 @@ def test_a_right_vote_order_is_not_swapped_by_the_limited_translation() -> None:
     assert camp.ranking().order[0] == 8
 
 
+def _spread_campaign(rep: int, **kwargs: float) -> tuple[lw.RankingCampaign, np.ndarray]:
+    """A campaign of 40 labels (10-label rounds) on the study's spread zoo ``rep`` (seed 5)."""
+    from labelwise.ranking.synthetic import REGIMES
+
+    ss = np.random.SeedSequence([5, REGIMES.index("spread"), rep]).spawn(4)
+    zoo = regime_zoo("spread", 5000, rng=np.random.default_rng(ss[1]))
+    camp = lw.RankingCampaign(
+        zoo.predictions, rng=np.random.default_rng(ss[3]), n_draws=1000, **kwargs
+    )
+    while camp.n_labelled < 40:
+        rows = camp.propose(10)
+        camp.record(rows, zoo.labels[rows])
+    return camp, zoo.true_accuracy
+
+
+def _gates(camp: lw.RankingCampaign) -> tuple[float, float]:
+    from labelwise.ranking.campaign import _leader_shrinkage_gate, _translation_gate
+
+    post = camp._posterior()
+    pooled = np.clip(post.mean(), 0, 1)
+    gate = _leader_shrinkage_gate(pooled, post.design)
+    vote = camp._s_total / camp.n_inputs
+    return gate, _translation_gate(pooled, post.design, gate, vote)
+
+
+def test_where_the_vote_trend_explains_the_pull_prob_best_has_no_contrast_floor() -> None:
+    """The contrast floor follows the limited translation's gate, not the leaders' check.
+
+    Spread zoo (vote order right), campaign 1 of the calibration measure at 40 labels: the
+    leaders are pulled (gate 1), but a rising trend in the vote share explains it, so the
+    limit is dropped (:func:`_translation_gate`); the floor was still applied (c g = 0.25)
+    and P(best) underconfident there (40 zoos at 40 / 90 labels: the first-ranked model's
+    P(best) 0.64 / 0.68 for 0.70 / 0.78 observed). Now P(best) is exactly that of
+    ``contrast_floor=0`` (the same draws): the first-ranked model, the true best, 0.585 ->
+    0.966.
+    """
+    camp, _ = _spread_campaign(1)
+    plain, _ = _spread_campaign(1, contrast_floor=0.0)
+    assert _gates(camp) == (1.0, 0.0)
+    r, p = camp.ranking(), plain.ranking()
+    np.testing.assert_array_equal(r.prob_best, p.prob_best)
+    np.testing.assert_array_equal(r.accuracy, p.accuracy)
+
+
 def test_the_leader_shrinkage_gate_known_values() -> None:
     """T = mean over the 5 leaders of (design - posterior) / design sd; gate clip(T - 0.5, 0, 1)."""
     from labelwise.ranking.campaign import _leader_shrinkage_gate
