@@ -387,6 +387,53 @@ def test_where_the_vote_trend_explains_the_pull_prob_best_has_no_contrast_floor(
     np.testing.assert_array_equal(r.accuracy, p.accuracy)
 
 
+def test_tempered_draws_known_values() -> None:
+    """The five leaders' (and their copies') draws spread by sqrt(1 + excess) about the mean."""
+    from labelwise.ranking.campaign import _tempered_draws
+
+    gen = np.random.default_rng(0)
+    mean = np.array([0.90, 0.70, 0.89, 0.88, 0.60, 0.87, 0.86, 0.89, 0.50])
+    group = np.array([0, 1, 2, 3, 4, 5, 6, 2, 8])  # model 7 a copy of model 2
+    draws = mean + gen.normal(size=(400, 9)) * 0.01
+    draws[:, 7] = draws[:, 2]
+    assert _tempered_draws(draws, mean, 0.0, group) is draws
+    out = _tempered_draws(draws, mean, 3.0, group)  # s = 2
+    lead = [0, 2, 3, 5, 7]  # the five largest means, model 7 with its copy 2
+    np.testing.assert_allclose(out[:, lead] - mean[lead], 2 * (draws[:, lead] - mean[lead]))
+    np.testing.assert_array_equal(out[:, [1, 4, 6, 8]], draws[:, [1, 4, 6, 8]])
+    np.testing.assert_array_equal(out[:, 7], out[:, 2])
+    c_in, c_out = np.cov(draws.T), np.cov(out.T)
+    np.testing.assert_allclose(c_out[np.ix_(lead, lead)], 4 * c_in[np.ix_(lead, lead)])
+    np.testing.assert_allclose(c_out[np.ix_(lead, [1, 4])], 2 * c_in[np.ix_(lead, [1, 4])])
+    with pytest.raises(lw.LabelwiseError, match="prob_temper must be >= 0"):
+        lw.RankingCampaign(np.zeros((2, 10), dtype=int), prob_temper=-1)
+
+
+def test_prob_best_is_tempered_only_where_the_limit_is_on() -> None:
+    """``prob_temper``: the leaders' P(best) drawn as if the n labels were worth fewer.
+
+    Spread zoo at 40 labels: campaign 3 has the limit on (gate and limit 1), so its P(best)
+    and P(A beats B) come from the leaders' draws spread by sqrt(1 + 300 / 40); the
+    estimate, order, intervals and rank sets are those of ``prob_temper=0`` (the draws use
+    no random number): the first-ranked model, here the true best, 0.513 -> 0.290 (the
+    price on this zoo, whose vote order is right). Campaign 1 has the limit off: P(best)
+    unchanged.
+    """
+    camp, _ = _spread_campaign(3)
+    plain, _ = _spread_campaign(3, prob_temper=0.0)
+    assert _gates(camp) == (1.0, 1.0)
+    r, p = camp.ranking(), plain.ranking()
+    for field in ("accuracy", "order", "ci_low", "ci_high", "rank_low", "rank_high"):
+        np.testing.assert_array_equal(getattr(r, field), getattr(p, field))
+    first = r.order[0]
+    assert r.prob_best[first] < p.prob_best[first] - 0.05
+    assert r.prob_best.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(r.prob_beats + r.prob_beats.T, 1.0)
+    off, _ = _spread_campaign(1)
+    off_plain, _ = _spread_campaign(1, prob_temper=0.0)
+    np.testing.assert_array_equal(off.ranking().prob_best, off_plain.ranking().prob_best)
+
+
 def test_the_leader_shrinkage_gate_known_values() -> None:
     """T = mean over the 5 leaders of (design - posterior) / design sd; gate clip(T - 0.5, 0, 1)."""
     from labelwise.ranking.campaign import _leader_shrinkage_gate
