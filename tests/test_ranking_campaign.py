@@ -1155,3 +1155,28 @@ def test_intervals_count_the_unexplored_rows_where_a_herd_outvotes_the_others(re
     # the stratum is the herd's shared errors: the vote is wrong on most of it
     assert low.sum() > 100 and np.mean(majority_vote(pred)[low] != y[low]) > 0.8
     assert np.all((r.ci_low <= true) & (true <= r.ci_high))
+
+
+def test_a_campaign_pickled_before_reach_and_tempering_still_ranks() -> None:
+    """A RankingCampaign pickled by the release before the contested-rows stratum and the
+    tempered P(best) has no _reach, _contested or _prob_temper: ranking() raised
+    AttributeError on it. Class defaults now give what that release reported: its rows'
+    reach unknown (as for a cppi selection), so the same intervals as a campaign told so."""
+    import pickle
+
+    zoo = synthetic_zoo([0.7, 0.75, 0.8, 0.85, 0.9], 600, rng=2)
+    camp = lw.RankingCampaign(zoo.predictions, rng=2, n_draws=200)
+    for _ in range(4):
+        rows = camp.propose(10)
+        camp.record(rows, zoo.labels[rows])
+    old = pickle.loads(pickle.dumps(camp))
+    for name in ("_reach", "_contested", "_prob_temper"):
+        del old.__dict__[name]
+    old = pickle.loads(pickle.dumps(old))
+    told = pickle.loads(pickle.dumps(camp))
+    told._reach = None
+    r_old, r_told = old.ranking(), told.ranking()
+    assert np.array_equal(r_old.accuracy, r_told.accuracy)
+    assert np.array_equal(r_old.ci_low, r_told.ci_low)
+    assert np.array_equal(r_old.ci_high, r_told.ci_high)
+    assert np.isclose(r_old.prob_best.sum(), 1.0)

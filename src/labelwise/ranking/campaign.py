@@ -43,30 +43,29 @@ to be believed; gated like the limited translation below, so not where a rising 
 the vote share explains the pull).
 
 Limited translation where the check fails. The same check (:func:`_leader_shrinkage_gate`,
-``g`` in [0, 1]: how many design sd pooling pulled the five leaders) also limits the
-estimate: each model's reported accuracy is held within ``1 / g`` design sd of its PPI
-estimate (Efron & Morris 1972; :func:`_limited_translation`), the posterior translated with
-it and, where the limit binds, its covariance raised to at least the design's, so
-``P(best)`` and ``P(A beats B)`` are drawn around the reported estimate. ``g = 0`` (the
-synthetic strong-close, weak and 6-model zoos almost always; where it is > 0 there it is
-small and the limit never bound in the ranking study) leaves the pooled estimate. On the
-herd-led real zoos, whose best models agree *less* with the vote than the herd behind them,
-pooling had reported the top three 0.03-0.04 low and followed the vote's order: the model
-ranked first was the best in 0.02 / 0.00 / 0.15 of the MNIST-1D campaigns at 40 / 90 / 180
-labels, now 0.32 / 0.33 / 0.47 (README). The spread zoo's leaders fail the same check with the
-vote's order right: there the pull rises linearly with the vote share (pooling under-credits
-every model in proportion to its agreement with the vote), and limiting it only swapped the
-leaders by their PPI noise (first-ranked model the best 0.88 -> 0.77, regret 0.0007 ->
-0.0021). Where the pull is large (``T >= 1.5``) and a rising linear trend in the vote
-share explains it (the leaders' residual pull <= 0.5 design sd; :func:`_translation_gate`)
-the pooled estimate stands: the spread zoo's regret 0.0021 -> 0.0011 at seed 0 (README),
-the real zoos and the synthetic strong-close, weak and 6-model zoos unchanged. The
-proposals use the pooled posterior. Where the limit applies, ``P(best)`` and ``P(A beats
-B)`` are drawn with the five leaders spread about the reported estimate by
+``g`` in [0, 1]: how many design sd pooling pulled the five leaders) also limits the estimate:
+each model's reported accuracy is held within ``1 / g`` design sd of its PPI estimate (Efron &
+Morris 1972; :func:`_limited_translation`), the posterior translated with it and, where the
+limit binds, its covariance raised to at least the design's, so ``P(best)`` and ``P(A beats
+B)`` are drawn around the reported estimate. ``g = 0`` (the synthetic strong-close, weak and
+6-model zoos almost always; where it is > 0 there it is small and the limit never bound in the
+ranking study) leaves the pooled estimate. On the herd-led real zoos, whose best models agree
+*less* with the vote than the herd behind them, pooling had reported the top three 0.03-0.04
+low and followed the vote's order: the model ranked first was the best in 0.02 / 0.00 / 0.15 of
+the MNIST-1D campaigns at 40 / 90 / 180 labels, now 0.32 / 0.33 / 0.47 (ranking notes). The
+spread zoo's leaders fail the same check with the vote's order right: there the pull rises
+linearly with the vote share (pooling under-credits every model in proportion to its agreement
+with the vote), and limiting it only swapped the leaders by their PPI noise (first-ranked model
+the best 0.88 -> 0.77, regret 0.0007 -> 0.0021). Where the pull is large (``T >= 1.5``) and a
+rising linear trend in the vote share explains it (the leaders' residual pull <= 0.5 design sd;
+:func:`_translation_gate`) the pooled estimate stands: the spread zoo's regret 0.0021 -> 0.0011
+at seed 0 (ranking notes), the real zoos and the synthetic strong-close, weak and 6-model zoos
+unchanged. The proposals use the pooled posterior. Where the limit applies, ``P(best)`` and
+``P(A beats B)`` are drawn with the five leaders spread about the reported estimate by
 ``sqrt(1 + l n0 / n)`` (``l`` the limit's gate, ``n`` labels, ``n0`` = ``prob_temper``;
 :func:`_tempered_draws`): the leaders' contrasts rest on the few labelled rows where they
-disagree. The first-ranked model of the MNIST-1D zoo claimed 0.49 / 0.54 / 0.56 at 40 /
-90 / 180 labels for 0.28 / 0.30 / 0.48 observed, now 0.32 / 0.37 / 0.43 (README).
+disagree. The first-ranked model of the MNIST-1D zoo claimed 0.49 / 0.54 / 0.56 at 40 / 90 /
+180 labels for 0.28 / 0.30 / 0.48 observed, now 0.32 / 0.37 / 0.43 (docs/ranking-notes.md).
 
 Honest uncertainty. Integrating ``tau`` out (rather than plugging in a method-of-moments
 estimate) and not weighting the level by an inverse covariance estimated from few labels
@@ -211,7 +210,7 @@ class RankingCampaign:
         5.03 / 5.01 / 5.02 summed. The price is on zoos where P(best) was already
         underconfident: the 5-model zoo of the calibration test, bin 0.5-0.7, 0.59 predicted
         / 0.72 observed -> 0.60 / 0.74 (0.25: bin 0.7-0.9 0.80 / 0.98, outside the test's
-        0.15). A floor, not a fix: on the real zoo P(best) stays overconfident (README).
+        0.15). A floor, not a fix: on the real zoo P(best) stayed overconfident (ranking notes).
         The estimate, the accuracy intervals, the rank sets and the proposals do not
         change; 0 turns it off. Not applied to 3-4 distinct models, whose prior already
         keeps the spread (:func:`_tau_mixture`): there the guard made P(best)
@@ -294,6 +293,12 @@ class RankingCampaign:
     rng:
         Seed or ``numpy.random.Generator``.
     """
+
+    # what a campaign pickled by an earlier release lacks: its P(best) untempered and its
+    # intervals without the unexplored contested rows, as that release reported them
+    _reach: NDArray[np.float64] | None = None
+    _contested: NDArray[np.bool_] | None = None
+    _prob_temper: float = 0.0
 
     def __init__(
         self,
@@ -427,8 +432,8 @@ class RankingCampaign:
         self._sds_pos = 0
         # each row's expected number of draws over the active rounds (as if never labelled;
         # None for a cppi selection's rows, whose proposals are not known)
-        self._reach: NDArray[np.float64] | None = np.zeros(n)
-        self._contested: NDArray[np.bool_] | None = None
+        self._reach = np.zeros(n)
+        self._contested = None
 
     @classmethod
     def from_selection(
@@ -1519,7 +1524,7 @@ def _tau_mixture(
     close models 0.78 / 0.82 / 0.90 / 0.92 -> 0.97 / 0.97 / 0.97 / 0.96 (vote 0.98); 4 close
     0.92 / 0.94 / 0.96 / 0.97 -> 0.99 (vote 1.00); the vote wrong (3 near-copies beside a
     better model, a near-copy pair beside one, 2 of 3 sharing a class error) within noise
-    (+-0.04-0.05; table in the README's ranking section). Without the quarter of the vote's
+    (+-0.04-0.05; table in docs/ranking-notes.md). Without the quarter of the vote's
     spread (``scale`` = ``tau0``) the close zoos reach the vote exactly, but a perfect model
     beside three of 0.65-0.85 was estimated 0.087 / 0.070 low at 30 / 60 labels (0.057 /
     0.035 before; 0.064 / 0.028 now): its bias truly differs from the others'.
