@@ -51,9 +51,13 @@ bench: $(STAMP)
 study: $(STAMP)
 	$(BIN)/labelwise study operational --force
 
-# The maintained peers (ppi_py, ssepy) beside the Campaign on the study's 8 classification
-# contexts (benchmarks/peers.py; README "Sequential campaign"). The peers live in their own
-# venv, never in labelwise's dependencies; no torch there. GLIDE needs Python >= 3.12.
+# The maintained peers (ppi_py, ssepy, GLIDE) beside the Campaign on the study's 8
+# classification contexts (benchmarks/peers.py; README "Sequential campaign"). The peers live
+# in their own venv, never in labelwise's dependencies; no torch there.
+# glide-py: every release declares Python >= 3.12 and scipy >= 1.18.1. Its code compiles and
+# runs on 3.11 (it uses scipy.stats.norm and scipy.optimize.minimize only), so it goes in with
+# --no-deps --ignore-requires-python, after the others, against the scipy pip picked for this
+# venv (1.17.1 with Python 3.11 when measured); peers.py checks its numbers against ppi_py.
 PEERS_VENV := benchmarks/.venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed
 PEERS_DIR ?= /tmp/lw-peers
@@ -62,6 +66,8 @@ $(PEERS_STAMP): constraints.txt
 	$(PYTHON) -m venv $(PEERS_VENV)
 	$(PEERS_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(PEERS_VENV)/bin/python -m pip install --quiet -c constraints.txt numpy scipy scikit-learn ppi-python==0.2.3 ssepy==0.1.1
+	$(PEERS_VENV)/bin/python -m pip install --quiet --no-deps --ignore-requires-python glide-py==0.11.0
+	$(PEERS_VENV)/bin/python -c "import glide.estimators, glide.samplers"
 	$(PEERS_VENV)/bin/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is not None)"
 	touch $(PEERS_STAMP)
 

@@ -36,13 +36,45 @@ repetition, each a fresh one-shot design as the peers' docs use them:
   stratified sampling, the Horvitz-Thompson (stratified) estimator and its variance; the
   interval is estimate +- z sqrt(variance);
 * ``ssepy-df``: the same sample, ssepy's power-tuned difference estimator
-  (``estimator="df", tune_power=True``).
+  (``estimator="df", tune_power=True``);
+* ``glide-ppi`` and ``glide-ppi++``: GLIDE's ``PPIMeanEstimator`` (``power_tuning=False``
+  and its default ``True``) on the same uniform draws as ``ppi``, the confidence as
+  ``y_proxy``, ``NaN`` in ``y_true`` for the rows not drawn;
+* ``glide-strat``: GLIDE's stratified PPI++ (``StratifiedPPIMeanEstimator``, Fisch et al.
+  2024: a power-tuned PPI++ per stratum, combined with weights N_k / N) on 5 strata by the
+  quintiles of the confidence (a stratum whose confidence is constant, which GLIDE refuses,
+  would be merged into the one below; none is on these piles), labels drawn by GLIDE's
+  ``StratifiedSampler`` with ``strategy="proportional"``: its default ``"neyman"``
+  allocates by the spread of the *proxy* in each stratum, gives the confident strata fewer
+  than 2 labels and refuses at every size on these piles;
+* ``glide-asi``: GLIDE's active sampling and active statistical inference (Zrnic & Candès
+  2024): ``ActiveSampler`` with uncertainty sqrt(c (1 - c)) (the standard deviation of a
+  correct/incorrect label whose probability of being correct is the confidence c), floored
+  at 1/999 of its largest value (GLIDE requires it > 0 and warns at a ratio above 1e3),
+  then ``ASIMeanEstimator(y_true, y_proxy=c, pi)``; the sampler draws each row
+  independently and cuts off at the budget, so it labels at most n rows (``n dev``); where
+  some pi would exceed 1 GLIDE solves min sum u²/pi (sum pi = n, pi <= 1) with scipy's
+  ``trust-constr`` (more than 400 s for one call on the 899-row clean digits pile under
+  this machine's load; within 3e-4 of the exact solution where it finished), so that
+  solution is computed in closed form instead (:func:`capped_proportional`);
+* ``glide-asi-mix``: the same with half of the budget spread uniformly, the uniform mixture
+  Zrnic & Candès use to keep the weights bounded (uncertainty u / mean(u) + 1, so that pi is
+  half active, half uniform).
+
+GLIDE refuses (``ValueError``) when every drawn label is equal (no error seen: 55 % of
+35-label draws on clean digits), where ppi_py and ssepy return an interval. Those cells are
+scored with GLIDE's own formulas without that check (``glide.engines.ppi_core``; PPI++
+gives lambda = 0 and a zero-width interval there, as ppi_py's does), and counted in the
+``refused`` column, so that every peer is scored on the same draws.
 
 ``campaign DIR`` (the project venv) runs the study's ``auto`` Campaign at the dumped sizes,
 for a row at exactly the peers' sizes.
 
-GLIDE (``glide-py``) requires Python >= 3.12 and is not run here (Python 3.11); DeepSample
-is not on PyPI. ``make peers`` builds the venv and runs all three commands.
+GLIDE (``glide-py`` 0.11.0) declares Python >= 3.12 and scipy >= 1.18.1; it uses only
+``scipy.stats.norm`` and ``scipy.optimize.minimize``, and ``make peers`` installs it with
+``--no-deps --ignore-requires-python`` into the 3.11 venv (``_versions`` prints the scipy it
+runs against). DeepSample is not on PyPI. ``make peers`` builds the venv and runs all three
+commands.
 """
 
 from __future__ import annotations
@@ -62,9 +94,12 @@ from numpy.typing import NDArray
 SIZES = (35, 60, 100, 140, 180)
 CONFIDENCE = 0.95
 SRS_REPETITIONS = 500
-METHODS = ("ppi", "ppi++", "cross-ppi", "ssepy", "ssepy-df")
+GLIDE_METHODS = ("glide-ppi", "glide-ppi++", "glide-strat", "glide-asi", "glide-asi-mix")
+METHODS = ("ppi", "ppi++", "cross-ppi", "ssepy", "ssepy-df", *GLIDE_METHODS)
+GLIDE_STRATA = 5
 GLIDE_NOTE = (
-    "GLIDE (glide-py) not run: it requires Python >= 3.12 and this machine has Python 3.11."
+    "glide-py declares Python >= 3.12 and scipy >= 1.18.1; installed with --no-deps "
+    "--ignore-requires-python (see _versions for the scipy it runs against)."
 )
 
 
@@ -224,6 +259,152 @@ def _crossppi_predictions(
     return yhat, yhat_unl
 
 
+def confidence_strata(conf: NDArray[np.float64], k: int = GLIDE_STRATA) -> NDArray[np.int64]:
+    """Strata 0..k'-1 by the k quantiles of the confidence; constant ones merged downwards.
+
+    GLIDE's stratified estimators refuse a stratum whose proxy is constant; such a stratum
+    (the top one when many rows have confidence 1.0) joins the stratum below it.
+    """
+    edges = np.quantile(conf, np.arange(1, k) / k)
+    g = np.searchsorted(edges, conf, side="right")
+    ids = [int(i) for i in np.unique(g)]
+    for i in ids[::-1]:
+        rows = g == i
+        if rows.any() and np.ptp(conf[rows]) == 0 and i != ids[0]:
+            g[rows] = max(j for j in np.unique(g) if j < i)
+    return np.asarray(np.unique(g, return_inverse=True)[1], dtype=np.int64)
+
+
+def asi_uncertainty(
+    conf: NDArray[np.float64], *, uniform_share: float = 0.0
+) -> NDArray[np.float64]:
+    """sqrt(c (1 - c)) floored at 1/999 of its maximum; optionally mixed with the uniform.
+
+    With ``uniform_share`` s the uncertainty is (1 - s) u / mean(u) + s, so that GLIDE's
+    pi = n u / sum(u) (before its cap at 1) is (1 - s) active + s uniform.
+    """
+    u = np.sqrt(np.clip(conf * (1 - conf), 0.0, None))
+    u = np.maximum(u, u.max() / 999)  # GLIDE warns where max / min > 1e3
+    if uniform_share:
+        u = (1 - uniform_share) * u / u.mean() + uniform_share
+    return np.asarray(u)
+
+
+def _glide_ppi(
+    y_true: NDArray[np.float64], conf: NDArray[np.float64], *, power_tuning: bool
+) -> tuple[float, float, float, bool]:
+    """GLIDE's PPIMeanEstimator; (estimate, low, high, refused)."""
+    from glide.engines.ppi_core import (
+        _compute_mean_estimate,
+        _compute_std_estimate,
+        _compute_tuning_parameter,
+    )
+    from glide.estimators import PPIMeanEstimator
+
+    try:
+        res = PPIMeanEstimator().estimate(y_true, conf, power_tuning=power_tuning)
+        ci = res.confidence_interval
+        return float(ci.mean), float(ci.lower_bound), float(ci.upper_bound), False
+    except ValueError:
+        lab = ~np.isnan(y_true)
+        yl, fl, fu = y_true[lab], conf[lab], conf[~lab]
+        if np.ptp(yl) != 0:
+            raise
+        lam = _compute_tuning_parameter(yl, fl, fu, power_tuning)
+        m = float(_compute_mean_estimate(yl, fl, fu, lam))
+        sd = float(_compute_std_estimate(yl, fl, fu, lam))
+        z = _z()
+        return m, m - z * sd, m + z * sd, True
+
+
+def _glide_strat(
+    y_true: NDArray[np.float64], conf: NDArray[np.float64], groups: NDArray[np.int64]
+) -> tuple[float, float, float, bool]:
+    """GLIDE's StratifiedPPIMeanEstimator (stratified PPI++); (estimate, low, high, refused)."""
+    from glide.engines.ppi_core import (
+        _compute_mean_estimate,
+        _compute_std_estimate,
+        _compute_tuning_parameter,
+    )
+    from glide.estimators import StratifiedPPIMeanEstimator
+
+    try:
+        res = StratifiedPPIMeanEstimator().estimate(y_true, conf, groups)
+        ci = res.confidence_interval
+        return float(ci.mean), float(ci.lower_bound), float(ci.upper_bound), False
+    except ValueError:
+        lab = ~np.isnan(y_true)
+        if np.ptp(y_true[lab]) != 0:
+            raise
+        mean = var = 0.0
+        for k in np.unique(groups):
+            rows = groups == k
+            yl, fl, fu = y_true[rows & lab], conf[rows & lab], conf[rows & ~lab]
+            lam = _compute_tuning_parameter(yl, fl, fu, True)
+            w = rows.sum() / y_true.size
+            mean += w * float(_compute_mean_estimate(yl, fl, fu, lam))
+            var += w**2 * float(_compute_std_estimate(yl, fl, fu, lam)) ** 2
+        half = _z() * float(np.sqrt(var))
+        return mean, mean - half, mean + half, True
+
+
+def _seed(*key: int) -> int:
+    """A seed of GLIDE's own for each cell, so that its draws do not depend on --methods."""
+    return int(np.random.default_rng(list(key)).integers(2**31))
+
+
+def _z() -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(1 - (1 - CONFIDENCE) / 2))
+
+
+def capped_proportional(u: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+    """The minimiser of sum u_i² / pi_i subject to sum pi_i = n, 0 < pi_i <= 1.
+
+    KKT: pi_i = min(1, c u_i), c such that the sum is n (the k largest capped at 1, the
+    rest n - k in proportion to u). GLIDE's ``ActiveSampler`` returns n u / sum(u) when no
+    entry exceeds 1 (then this is the same) and otherwise solves this problem numerically
+    (scipy ``trust-constr``, 100 iterations), which took over 400 s per call on the
+    899-row clean digits pile at 140 labels on this (shared) machine.
+    """
+    order = np.argsort(-u)
+    us = u[order]
+    tail = np.cumsum(us[::-1])[::-1]  # tail[k] = sum of all but the k largest
+    c = n / tail[0]
+    for k in range(n):
+        c = (n - k) / tail[k]
+        if us[k] * c <= 1:
+            break
+    return np.asarray(np.minimum(1.0, c * u))
+
+
+def _cached_active_sampler() -> Any:
+    """GLIDE's ActiveSampler, its pi memoised by (u, n) and solved in closed form when capped.
+
+    Where GLIDE's naive pi = n u / sum(u) stays <= 1 it is GLIDE's own code; otherwise
+    :func:`capped_proportional` gives the exact solution of the problem GLIDE's optimiser
+    solves. The draw (permutation, Bernoulli, cut-off at n) is GLIDE's ``sample``.
+    """
+    from glide.samplers import ActiveSampler
+
+    class _Cached(ActiveSampler):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self._memo: dict[tuple[bytes, int], NDArray[np.float64]] = {}
+
+        def _compute_probabilities(self, uncertainties: Any, n_samples: int) -> Any:
+            key = (uncertainties.tobytes(), int(n_samples))
+            if key not in self._memo:
+                naive = n_samples * uncertainties / uncertainties.sum()
+                if np.max(naive) <= 1.0:
+                    self._memo[key] = super()._compute_probabilities(uncertainties, n_samples)
+                else:
+                    self._memo[key] = capped_proportional(uncertainties, int(n_samples))
+            return self._memo[key].copy()
+
+    return _Cached()
+
+
 def run_context(
     ctx: dict[str, Any],
     *,
@@ -256,6 +437,13 @@ def run_context(
     shape = (repetitions, len(sizes))
     res = {m: (np.empty(shape), np.empty(shape), np.empty(shape, dtype=bool)) for m in methods}
     n_used: dict[str, list[int]] = {m: [] for m in methods}
+    refused: dict[str, int] = {m: 0 for m in methods}
+    groups = confidence_strata(conf)
+    active = _cached_active_sampler() if any(m.startswith("glide-asi") for m in methods) else None
+    uncert = {
+        "glide-asi": asi_uncertainty(conf),
+        "glide-asi-mix": asi_uncertainty(conf, uniform_share=0.5),
+    }
 
     def put(m: str, r: int, j: int, lo: float, hi: float, value: float | None = None) -> None:
         err, half, cov = res[m]
@@ -296,12 +484,40 @@ def run_context(
                     v, se = float(np.squeeze(v)), float(np.sqrt(np.squeeze(var)))
                     put(m, r, j, v - z * se, v + z * se, v)
                     n_used[m].append(int(idx.size))
+            y_nan = np.where(unl, np.nan, y)
+            for m, tune in (("glide-ppi", False), ("glide-ppi++", True)):
+                if m in methods:
+                    v, lo, hi, bad = _glide_ppi(y_nan, conf, power_tuning=tune)
+                    put(m, r, j, lo, hi, v)
+                    n_used[m].append(n)
+                    refused[m] += bad
+            if "glide-strat" in methods:
+                from glide.samplers import StratifiedSampler
+
+                xi = StratifiedSampler().sample(
+                    conf, groups, n, strategy="proportional", random_seed=_seed(seed, r, j, 5)
+                )
+                v, lo, hi, bad = _glide_strat(np.where(xi == 1, y, np.nan), conf, groups)
+                put("glide-strat", r, j, lo, hi, v)
+                n_used["glide-strat"].append(int(xi.sum()))
+                refused["glide-strat"] += bad
+            for m, stream in (("glide-asi", 6), ("glide-asi-mix", 7)):
+                if m in methods:
+                    from glide.estimators import ASIMeanEstimator
+
+                    pi, xi_a = active.sample(uncert[m], n, random_seed=_seed(seed, r, j, stream))
+                    est = ASIMeanEstimator().estimate(np.where(xi_a == 1, y, np.nan), conf, pi)
+                    ci = est.confidence_interval
+                    put(m, r, j, float(ci.lower_bound), float(ci.upper_bound), float(ci.mean))
+                    n_used[m].append(int(np.nansum(xi_a)))
     mse = srs_mse(y, sizes)
     out = {}
     for m in methods:
         out[m] = summary(*res[m], mse, np.asarray(ctx["srs_half"], dtype=np.float64))
         used = np.asarray(n_used[m]).reshape(repetitions, len(sizes))
         out[m]["n_dev"] = float(np.max(np.abs(used - np.asarray(sizes)[None, :])))
+        out[m]["n_mean"] = float(np.mean(used / np.asarray(sizes)[None, :]))
+        out[m]["refused"] = refused[m] / used.size
     return out
 
 
@@ -309,7 +525,7 @@ def _versions() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     parts = [f"python {sys.version.split()[0]}"]
-    for p in ("numpy", "scipy", "scikit-learn", "ppi-python", "ssepy"):
+    for p in ("numpy", "scipy", "scikit-learn", "ppi-python", "ssepy", "glide-py"):
         try:
             parts.append(f"{p} {version(p)}")
         except PackageNotFoundError:
@@ -318,8 +534,8 @@ def _versions() -> str:
 
 
 def table(results: dict[str, dict[str, dict[str, float]]]) -> str:
-    head = f"{'context':<20}{'method':<11}{'E':>6}{'+-':>6}{'E max':>7}{'cov':>7}"
-    head += f"{'cov min':>8}{'w':>6}{'n dev':>6}"
+    head = f"{'context':<20}{'method':<14}{'E':>6}{'+-':>6}{'E max':>7}{'cov':>7}"
+    head += f"{'cov min':>8}{'w':>6}{'n dev':>6}{'n/size':>7}{'refused':>8}"
     lines = [head, "-" * len(head)]
     methods: list[str] = []
     for ctx, rows in results.items():
@@ -327,13 +543,14 @@ def table(results: dict[str, dict[str, dict[str, float]]]) -> str:
             if m not in methods:
                 methods.append(m)
             lines.append(
-                f"{ctx:<20}{m:<11}{s['E']:>6.2f}{s['E_se']:>6.2f}{s['E_max']:>7.2f}"
+                f"{ctx:<20}{m:<14}{s['E']:>6.2f}{s['E_se']:>6.2f}{s['E_max']:>7.2f}"
                 f"{s['coverage']:>7.3f}{s['coverage_min']:>8.3f}{s['w']:>6.2f}{s['n_dev']:>6.0f}"
+                f"{s.get('n_mean', 1.0):>7.3f}{s.get('refused', 0.0):>8.3f}"
             )
     for m in methods:
         rs = [rows[m] for rows in results.values() if m in rows]
         lines.append(
-            f"{'MEAN':<20}{m:<11}{np.mean([s['E'] for s in rs]):>6.2f}{'':>6}"
+            f"{'MEAN':<20}{m:<14}{np.mean([s['E'] for s in rs]):>6.2f}{'':>6}"
             f"{max(s['E'] for s in rs):>7.2f}{np.mean([s['coverage'] for s in rs]):>7.3f}"
             f"{min(s['coverage_min'] for s in rs):>8.3f}{np.mean([s['w'] for s in rs]):>6.2f}"
         )

@@ -63,3 +63,52 @@ def test_run_measures_are_the_campaign_studys() -> None:
     study = _summary("p", "m", err, half, cover, None, mse, s_half)
     for key in ("E", "E_se", "E_max", "coverage", "coverage_se", "coverage_min", "w", "bias"):
         assert ours[key] == pytest.approx(study[key], rel=1e-12), key
+
+
+def test_glide_strata_are_confidence_quintiles_with_constant_ones_merged_down() -> None:
+    """GLIDE refuses a stratum whose proxy is constant: such a top stratum (ties at 1.0)
+    joins the one below; otherwise the strata are the quintiles, in confidence order."""
+    peers = _peers()
+    conf = np.linspace(0.5, 0.99, 100)
+    groups = peers.confidence_strata(conf)
+    assert np.bincount(groups).tolist() == [20, 20, 20, 20, 20]
+    assert np.all(np.diff(groups) >= 0)
+    tied = np.concatenate([np.linspace(0.5, 0.99, 70), np.ones(30)])  # top quintile all 1.0
+    groups = peers.confidence_strata(tied)
+    assert np.bincount(groups).tolist() == [20, 20, 20, 40]
+    assert np.ptp(tied[groups == 3]) > 0
+    assert np.all(np.diff(groups) >= 0)
+
+
+def test_glide_asi_uncertainty_known_values() -> None:
+    """sqrt(c (1 - c)), floored at max / 999; with uniform share s, (1 - s) u / mean(u) + s."""
+    peers = _peers()
+    conf = np.array([0.5, 0.9, 1.0, 0.99])
+    u = peers.asi_uncertainty(conf)
+    np.testing.assert_allclose(u, [0.5, 0.3, 0.5 / 999, np.sqrt(0.0099)], rtol=1e-12)
+    mixed = peers.asi_uncertainty(conf, uniform_share=0.5)
+    np.testing.assert_allclose(mixed, 0.5 * u / u.mean() + 0.5, rtol=1e-12)
+    pi = 2 * mixed / mixed.sum()  # GLIDE's pi before its cap: half active, half uniform
+    np.testing.assert_allclose(pi, 0.5 * 2 * u / u.sum() + 0.5 * 2 / 4, rtol=1e-12)
+
+
+def test_capped_proportional_is_the_exact_minimiser() -> None:
+    """min sum u²/pi s.t. sum pi = n, pi <= 1: the k largest capped at 1, the rest
+    proportional to u (known values), and no feasible move lowers the objective."""
+    peers = _peers()
+    u = np.array([4.0, 2.0, 1.0, 1.0])
+    np.testing.assert_allclose(peers.capped_proportional(u, 2), [1.0, 0.5, 0.25, 0.25])
+    np.testing.assert_allclose(peers.capped_proportional(u, 1), u / 8)  # nothing capped
+    np.testing.assert_allclose(peers.capped_proportional(u, 3), [1.0, 1.0, 0.5, 0.5])
+    g = np.random.default_rng(3)
+    u = g.gamma(0.5, size=300) + 1e-3
+    pi = peers.capped_proportional(u, 60)
+    assert pi.sum() == pytest.approx(60) and pi.max() == 1.0 and np.all(pi > 0)
+    f = np.sum(u**2 / pi)
+    for _ in range(200):  # move mass between two rows, staying feasible
+        i, j = g.choice(300, 2, replace=False)
+        d = 1e-4 * min(pi[i], 1 - pi[j])
+        q = pi.copy()
+        q[i] -= d
+        q[j] += d
+        assert np.sum(u**2 / q) >= f - 1e-9
