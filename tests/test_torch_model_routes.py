@@ -417,3 +417,18 @@ def test_torchscript_head_inside_control_flow_names_the_cause(tmp_path: Path) ->
     with torch.no_grad():
         expected = load_model(path).fc(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(fc.activations, expected, atol=1e-6)
+
+
+def test_what_a_file_holds_is_named_with_its_article(tmp_path: Path) -> None:
+    """A state_dict given as the model said "holds a OrderedDict"; the article now follows
+    the name: "an OrderedDict", "a list"."""
+    from collections import OrderedDict
+
+    sd = tmp_path / "sd.pt"
+    torch.save(OrderedDict(w=torch.zeros(2)), sd)
+    with pytest.raises(LabelwiseError, match=r"holds an OrderedDict \(a state_dict"):
+        load_model(sd)
+    lst = tmp_path / "list.pt"
+    torch.save([1, 2], lst)
+    with pytest.raises(LabelwiseError, match=r"holds a list, not a torch\.nn\.Module"):
+        load_model(lst)

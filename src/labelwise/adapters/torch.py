@@ -173,12 +173,17 @@ def _load(
         return obj, "pickle"
     if isinstance(obj, Mapping):
         raise LabelwiseError(
-            f"{where!r} holds a {type(obj).__name__} (a state_dict or checkpoint?), not a "
+            f"{where!r} holds {_a(type(obj).__name__)} (a state_dict or checkpoint?), not a "
             "model: pass the class it belongs to, model_class='package.module:Class' "
             "(CLI: --model-class package.module:Class --state-dict FILE, and --model-kwargs "
             "'{...}' for its arguments)"
         )
-    raise LabelwiseError(f"{where!r} holds a {type(obj).__name__}, not a torch.nn.Module")
+    raise LabelwiseError(f"{where!r} holds {_a(type(obj).__name__)}, not a torch.nn.Module")
+
+
+def _a(name: str) -> str:
+    """``"a dict"``, ``"an OrderedDict"``: the article by the name's first letter."""
+    return ("an " if name[:1].lower() in "aeiou" else "a ") + name
 
 
 @contextlib.contextmanager
@@ -381,7 +386,7 @@ def _state_of(obj: Any, where: str) -> dict[str, Any]:
             f"{where!r} holds a dict without a state_dict (keys: {keys}); expected the "
             f"tensors themselves or a checkpoint with one of the keys {list(_STATE_KEYS)}"
         )
-    raise LabelwiseError(f"{where!r} holds a {type(obj).__name__}, not a state_dict")
+    raise LabelwiseError(f"{where!r} holds {_a(type(obj).__name__)}, not a state_dict")
 
 
 def _few(names: list[str], shown: int = 5) -> str:

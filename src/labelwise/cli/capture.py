@@ -393,7 +393,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
         if not done:
             _remove_empty(created)
     print(
-        f"captured {cap.activations.shape[0]} rows ({about['model_kind']}): layer {cap.layer}, "
+        f"captured {cap.activations.shape[0]} row{'' if cap.activations.shape[0] == 1 else 's'} "
+        f"({about['model_kind']}): layer {cap.layer}, "
         f"{cap.activations.shape[1]} neurons"
     )
     print(f"  wrote {', '.join(written)} and capture.json to {out}")
