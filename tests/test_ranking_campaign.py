@@ -11,7 +11,7 @@ from scipy import stats
 import labelwise as lw
 from labelwise.campaign._estimators import wilson_effective
 from labelwise.ranking import synthetic_zoo
-from labelwise.ranking.synthetic import regime_zoo
+from labelwise.ranking.synthetic import SyntheticZoo, regime_zoo
 from labelwise.sampling.sds import majority_vote
 
 
@@ -174,6 +174,26 @@ def test_a_herd_wrong_on_a_whole_class_is_overruled_by_labels() -> None:
     assert np.mean(herd) < 0.5
 
 
+def _herd_led_zoo(rep: int) -> SyntheticZoo:
+    """The herd-led zoo (seed ``[3, rep]``): the best model (0.94) alone in its family, 13
+    models of 0.80-0.925 in one herd that shares its confusions, 10 weak independent ones;
+    3,000 rows."""
+    gen = np.random.default_rng([3, rep])
+    acc = np.r_[0.94, [0.925, 0.92, 0.915], gen.uniform(0.80, 0.87, 10)]
+    acc = np.r_[acc, gen.uniform(0.5, 0.75, 10)]
+    fam = np.r_[1, np.zeros(13), 2 + np.arange(10)]
+    return synthetic_zoo(
+        acc,
+        3000,
+        correlation=0.3,
+        family_correlation=0.5,
+        confusion=0.8,
+        shared_confusion=0.2,
+        families=fam,
+        rng=gen,
+    )
+
+
 def test_a_herd_led_zoo_claims_less_for_its_vote_leader() -> None:
     """P(best) of a leader the vote prefers but that is not the best (issue 12, real zoos).
 
@@ -192,20 +212,7 @@ def test_a_herd_led_zoo_claims_less_for_its_vote_leader() -> None:
     """
     claimed, first_best = [], []
     for rep in range(8):
-        gen = np.random.default_rng([3, rep])
-        acc = np.r_[0.94, [0.925, 0.92, 0.915], gen.uniform(0.80, 0.87, 10)]
-        acc = np.r_[acc, gen.uniform(0.5, 0.75, 10)]
-        fam = np.r_[1, np.zeros(13), 2 + np.arange(10)]
-        zoo = synthetic_zoo(
-            acc,
-            3000,
-            correlation=0.3,
-            family_correlation=0.5,
-            confusion=0.8,
-            shared_confusion=0.2,
-            families=fam,
-            rng=gen,
-        )
+        zoo = _herd_led_zoo(rep)
         camp = lw.RankingCampaign(zoo.predictions, rng=rep, n_draws=500)
         plain = lw.RankingCampaign(zoo.predictions, rng=rep, n_draws=500, contrast_floor=0)
         while camp.n_labelled < 60:
@@ -237,20 +244,7 @@ def test_a_herd_led_zoo_finds_its_best_model_by_limited_translation() -> None:
 
     first_best = []
     for rep in range(8):
-        gen = np.random.default_rng([3, rep])
-        acc = np.r_[0.94, [0.925, 0.92, 0.915], gen.uniform(0.80, 0.87, 10)]
-        acc = np.r_[acc, gen.uniform(0.5, 0.75, 10)]
-        fam = np.r_[1, np.zeros(13), 2 + np.arange(10)]
-        zoo = synthetic_zoo(
-            acc,
-            3000,
-            correlation=0.3,
-            family_correlation=0.5,
-            confusion=0.8,
-            shared_confusion=0.2,
-            families=fam,
-            rng=gen,
-        )
+        zoo = _herd_led_zoo(rep)
         camp = lw.RankingCampaign(zoo.predictions, rng=rep, n_draws=500)
         while camp.n_labelled < 150:
             rows = camp.propose(30)
@@ -1037,20 +1031,7 @@ def test_copies_far_apart_get_the_same_estimate_to_the_last_bit(rep, n_labels) -
     labels; also before the limited translation). At rep 3, 150 labels, the limited
     translation binds on model 0 and its copy (gate 0.39).
     """
-    gen = np.random.default_rng([3, rep])
-    acc = np.r_[0.94, [0.925, 0.92, 0.915], gen.uniform(0.80, 0.87, 10)]
-    acc = np.r_[acc, gen.uniform(0.5, 0.75, 10)]
-    fam = np.r_[1, np.zeros(13), 2 + np.arange(10)]
-    zoo = synthetic_zoo(
-        acc,
-        3000,
-        correlation=0.3,
-        family_correlation=0.5,
-        confusion=0.8,
-        shared_confusion=0.2,
-        families=fam,
-        rng=gen,
-    )
+    zoo = _herd_led_zoo(rep)
     pred = np.r_[zoo.predictions, zoo.predictions[[0, 1, 1]]]
     camp = lw.RankingCampaign(pred, rng=rep, n_draws=500)
     while camp.n_labelled < n_labels:
