@@ -14,6 +14,19 @@ from labelwise.piles import open_pile
 from synthetic import classifier_pile, run_cli
 
 
+def _srs_rows(
+    capsys: pytest.CaptureFixture[str], out: Path, budget: int, *source: object
+) -> list[str]:
+    """'select --method srs --seed 0' of ``budget`` rows from ``source`` (e.g. '--probs',
+    FILE) into ``out``; the row column of its to_label.csv."""
+    code, _, err = run_cli(
+        ["select", "--method", "srs", "--budget", str(budget), "--seed", "0", *source,
+         "--out", out], capsys)  # fmt: skip
+    assert code == 0, err
+    with open(out / "to_label.csv") as fh:
+        return [line.split(",")[1] for line in fh.read().splitlines()[1:]]
+
+
 @pytest.fixture()
 def pile(tmp_path: Path) -> dict[str, Path]:
     y, acts, probs = classifier_pile(np.random.default_rng(0), 120, 4, 8)
@@ -348,12 +361,7 @@ def test_labels_numbered_from_one_are_named_as_such(
     """Labels 1..4 for a 4-class model said only "label '4' is not a class: the model has 4
     classes, 0 to 3"; one past the last class now asks whether they count from 1."""
     d = pile["dir"]
-    code, _, err = run_cli(
-        ["select", "--method", "srs", "--budget", "3", "--seed", "0", "--probs", pile["probs"],
-         "--out", d / "sel"], capsys)  # fmt: skip
-    assert code == 0, err
-    with open(d / "sel" / "to_label.csv") as fh:
-        rows = [line.split(",")[1] for line in fh.read().splitlines()[1:]]
+    rows = _srs_rows(capsys, d / "sel", 3, "--probs", pile["probs"])
     (d / "l.csv").write_text("row,label\n" + "".join(f"{r},4\n" for r in rows))
     code, _, err = run_cli(["estimate", d / "sel", "--labels", d / "l.csv"], capsys)
     assert code == 2
@@ -533,12 +541,7 @@ def test_line_numbers_count_the_blank_lines(
     blank lines was 'line 5', a duplicate on lines 3 and 8 'lines 2, 5', and an empty cell
     of a table on line 6 'line 4'. Lines are now those of the file."""
     d = pile["dir"]
-    code, _, err = run_cli(
-        ["select", "--method", "srs", "--budget", "4", "--seed", "0", "--probs", pile["probs"],
-         "--out", d / "sel"], capsys)  # fmt: skip
-    assert code == 0, err
-    with open(d / "sel" / "to_label.csv") as fh:
-        rows = [line.split(",")[1] for line in fh.read().splitlines()[1:]]
+    rows = _srs_rows(capsys, d / "sel", 4, "--probs", pile["probs"])
     lines = ["row,label", "", "", *(f"{r},1" for r in rows[:3]), "", f"{rows[3]},x"]
     (d / "l.csv").write_text("\n".join(lines) + "\n")
     code, _, err = run_cli(["estimate", d / "sel", "--labels", d / "l.csv"], capsys)
@@ -568,12 +571,7 @@ def test_a_regression_estimate_without_predictions_names_the_captures_outputs(
     np.save(cap / "outputs.npy", np.linspace(0, 1, 120).astype(np.float32))
     (cap / "capture.json").write_text('{"head": "raw"}')
     sel = pile["dir"] / "sel"
-    code, _, err = run_cli(
-        ["select", "--method", "srs", "--budget", "3", "--seed", "0", "--activations",
-         cap / "activations.npy", "--out", sel], capsys)  # fmt: skip
-    assert code == 0, err
-    with open(sel / "to_label.csv") as fh:
-        rows = [line.split(",")[1] for line in fh.read().splitlines()[1:]]
+    rows = _srs_rows(capsys, sel, 3, "--activations", cap / "activations.npy")
     (pile["dir"] / "t.csv").write_text("row,target\n" + "".join(f"{r},0.5\n" for r in rows))
     code, _, err = run_cli(["estimate", sel, "--labels", pile["dir"] / "t.csv"], capsys)
     assert code == 2
