@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -285,20 +286,27 @@ def test_onnx_file_given_to_the_torch_loader_says_so(tmp_path) -> None:
         load_model(tmp_path / "m.onnx")
 
 
+def _identity_on_half_logits(zarr: Any, path: str) -> nn.Module:
+    """A zarr pile at ``path`` of 40 rows in blocks of 20, rows 0..19 probabilities (0.5,
+    0.5) and rows 20.. logits (3, -1), and a model that returns its input (Linear(2, 2),
+    weights the identity): one block looks like probabilities, the other does not."""
+    x = np.full((40, 2), 0.5, dtype=np.float32)
+    x[20:] = [3.0, -1.0]
+    model = nn.Sequential(nn.Linear(2, 2))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.eye(2))
+        model[0].bias.zero_()
+    zarr.open_array(path, mode="w", shape=x.shape, chunks=(20, 2), dtype=x.dtype)[:] = x
+    return model
+
+
 def test_dask_blocks_that_disagree_on_probabilities_are_an_error(tmp_path) -> None:
     pytest.importorskip("dask.array")
     zarr = pytest.importorskip("zarr")
     from labelwise.adapters.dask_capture import capture_to_zarr
 
-    x = np.full((40, 2), 0.5, dtype=np.float32)
-    x[20:] = [3.0, -1.0]  # rows 20.. are logits, rows 0..19 probabilities
-    model = nn.Sequential(nn.Linear(2, 2))
-    with torch.no_grad():
-        model[0].weight.copy_(torch.eye(2))
-        model[0].bias.zero_()
     path = str(tmp_path / "x.zarr")
-    z = zarr.open_array(path, mode="w", shape=x.shape, chunks=(20, 2), dtype=x.dtype)
-    z[:] = x
+    model = _identity_on_half_logits(zarr, path)
     with pytest.raises(LabelwiseError, match=r"row 0 were already probabilities.*rows 20-39"):
         capture_to_zarr(model, path, tmp_path / "cap", rows_per_task=20)
 
@@ -447,14 +455,8 @@ def test_dask_capture_that_fails_leaves_no_out_dir(tmp_path) -> None:
     with pytest.raises(LabelwiseError, match=r"the model failed on inputs of shape \(1, 3\)"):
         capture_to_zarr(_Net().eval(), path, tmp_path / "a" / "b" / "cap")
     assert not (tmp_path / "a").exists()
-    y = np.full((40, 2), 0.5, dtype=np.float32)
-    y[20:] = [3.0, -1.0]  # rows 20.. are logits, rows 0..19 probabilities
-    model = nn.Sequential(nn.Linear(2, 2))
-    with torch.no_grad():
-        model[0].weight.copy_(torch.eye(2))
-        model[0].bias.zero_()
     path = str(tmp_path / "y.zarr")
-    zarr.open_array(path, mode="w", shape=y.shape, chunks=(20, 2), dtype=y.dtype)[:] = y
+    model = _identity_on_half_logits(zarr, path)
     (tmp_path / "kept").mkdir()
     with pytest.raises(LabelwiseError, match=r"row 0 were already probabilities"):
         capture_to_zarr(model, path, tmp_path / "kept" / "cap", rows_per_task=20)
