@@ -1018,9 +1018,10 @@ class RankingCampaign:
         n_free = int(np.count_nonzero(free))
         total = float(u.sum())
         p = np.full(self.n_inputs, self._eta / n_free)
-        if self._reach is not None:  # every row's expected draws, as if it were still free
-            self._reach += k * (p + (1 - self._eta) * u_all / total if total > 0 else p / self._eta)
-        p = p + (1 - self._eta) * u / total if total > 0 else p / self._eta
+        # every row's draw probability as if it were still free (on the free rows u = u_all)
+        p = p + (1 - self._eta) * u_all / total if total > 0 else p / self._eta
+        if self._reach is not None:  # every row's expected draws
+            self._reach += k * p
         p = np.where(free, p, 0.0)
         # successive sampling without replacement: k smallest exponential keys E_i / p_i
         keys = np.full(self.n_inputs, np.inf)
