@@ -9,6 +9,7 @@ import contextlib
 import csv
 import difflib
 import hashlib
+import itertools
 import json
 import os
 import tempfile
@@ -92,6 +93,23 @@ def atomic_write(
                 f"cannot write {path} ({exc.strerror or exc}); nothing was changed"
             ) from None
         raise
+
+
+def new_folders(path: str | os.PathLike[str]) -> list[Path]:
+    """The folders ``Path(path).mkdir(parents=True)`` would create, deepest first: what a
+    failed run removes again with :func:`remove_empty`."""
+    path = Path(path)
+    return list(itertools.takewhile(lambda p: not p.exists(), (path, *path.parents)))
+
+
+def remove_empty(folders: Sequence[Path]) -> None:
+    """Remove ``folders`` (deepest first, as :func:`new_folders` lists them) while they are
+    empty: a failed run leaves no empty folder behind, as if it had written something."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def write_files(files: Sequence[tuple[str | os.PathLike[str], str]]) -> None:

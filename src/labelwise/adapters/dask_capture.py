@@ -22,7 +22,6 @@ a failure (e.g. NaN in the inputs, named by its global row) leaves nothing behin
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import pickle
 import shutil
@@ -40,6 +39,7 @@ from .._chunks import _check_block, is_dask, open_array, rows_per_block
 from .._deps import require
 from .._validation import check_int, check_out_dir
 from ..exceptions import LabelwiseError
+from ..io import new_folders, remove_empty
 
 __all__ = ["ZarrCapture", "capture_to_zarr"]
 
@@ -210,7 +210,7 @@ def capture_to_zarr(
     rows = rows_per_block((n, width), np.float64) if rows_per_task is None else rows_per_task
     # out_dir is made only now, after the probe: a model or inputs refused left it empty;
     # the folders made here are removed again if a block fails
-    created = list(itertools.takewhile(lambda p: not p.exists(), (out, *out.parents)))
+    created = new_folders(out)
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".capture-", dir=out))
     moved = False
@@ -260,11 +260,7 @@ def capture_to_zarr(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if not moved:
-            for folder in created:  # deepest first, while empty
-                try:
-                    folder.rmdir()
-                except OSError:
-                    break
+            remove_empty(created)
     return ZarrCapture(
         activations=zarr.open_array(str(out / ACTIVATIONS), mode="r"),
         outputs=zarr.open_array(str(out / OUTPUTS), mode="r"),

@@ -4,7 +4,6 @@ probabilities batch by batch."""
 from __future__ import annotations
 
 import argparse
-import itertools
 import os
 import shutil
 import sys
@@ -17,7 +16,7 @@ import numpy as np
 
 from .._deps import install_hint
 from ..exceptions import LabelwiseError
-from ..io import write_json
+from ..io import new_folders, remove_empty, write_json
 from ..workspace import CAPTURE, CLASSES, IDS, Workspace, users_of
 from ._common import DefaultsHelpFormatter
 from ._piles import CLASSES_HELP, add_pile_arguments, open_inputs, read_classes, write_pile_files
@@ -283,16 +282,6 @@ def _remove_dead_stages(out: Path) -> None:
             continue
 
 
-def _remove_empty(folders: list[Path]) -> None:
-    """Remove the folders a failed run created (deepest first) while they are empty: a failed
-    capture into a new --out left an empty OUT behind, as if a capture had run."""
-    for folder in folders:
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-
-
 def _note_unscaled(inputs: Any) -> None:
     """Images stored as uint8 (0..255) go to the model unscaled: a model trained on [0, 1]
     inputs then sees values 255 times too large (897 digits: accuracy 0.925 -> 0.844, with
@@ -332,7 +321,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         )
     if out.is_dir() and not args.force:
         _check_not_in_use(out)
-    created = list(itertools.takewhile(lambda p: not p.exists(), (out, *out.parents)))
+    created = new_folders(out)
     out.mkdir(parents=True, exist_ok=True)
     # the capture is written into a staging directory inside --out and moved into place only
     # when every check passed: a failed run leaves an earlier capture in --out as it was
@@ -391,7 +380,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     finally:
         shutil.rmtree(stage, ignore_errors=True)
         if not done:
-            _remove_empty(created)
+            remove_empty(created)
     print(
         f"captured {cap.activations.shape[0]} row{'' if cap.activations.shape[0] == 1 else 's'} "
         f"({about['model_kind']}): layer {cap.layer}, "
