@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -541,6 +542,51 @@ def test_few_disjoint_experts_are_ranked_by_labels_not_by_the_reversed_vote() ->
             camp.record(rows, y[rows])
         sp.append(stats.spearmanr(camp.ranking().accuracy, (pred == y).mean(axis=1))[0])
     assert np.mean(sp) > 0.3
+
+
+def test_four_disjoint_experts_at_35_labels_move_to_the_labels_against_the_vote() -> None:
+    """4 models right on disjoint blocks (the vote in reverse), 24 campaigns of 35 labels.
+
+    The few-contrast posterior kept most of the vote's reversed order: mean Spearman 0.342
+    (seed bases 70-77: 0.18-0.59, mean 0.39). With the pooled estimate moved toward the
+    design-based one where the pull's slope on the vote share and the vote's accuracy
+    against the best model both go against the vote (_vote_reversal_share) 0.592 (seed
+    bases 70-77: 0.35-0.68, mean 0.54, higher at every base; the design-based estimate
+    alone 0.54-0.68).
+    """
+    sp = []
+    for rep in range(24):
+        gen = np.random.default_rng([71, rep])
+        pred, y = _disjoint_experts(gen, 4)
+        camp = lw.RankingCampaign(pred, rng=gen, n_draws=100)
+        while camp.n_labelled < 35:
+            rows = camp.propose(5)
+            camp.record(rows, y[rows])
+        sp.append(stats.spearmanr(camp.estimate()[0], (pred == y).mean(axis=1))[0])
+    assert np.mean(sp) > 0.47
+
+
+def test_vote_reversal_share_known_values() -> None:
+    """Isotropic design covariance: the GLS slope of the pull (design minus pooled) is the
+    least-squares one, ``z = (p_3 - p_1) / (s sqrt 2)`` for vote shares 0.5 / 0.6 / 0.7;
+    ``t`` the weighted mean of the vote-minus-best column over its sd."""
+    from labelwise.ranking.campaign import _vote_reversal_share
+
+    s = 0.03
+    cov = np.eye(3) * s**2
+    vote = np.array([0.5, 0.6, 0.7])
+    rows = np.array([-1.0, -1.0, 0.0, 1.0])  # vote right - best model right, 4 rows
+    w = np.full(4, 0.25)
+    t = -0.25 / math.sqrt(float(np.sum((rows + 0.25) ** 2)) / 16)  # -0.603
+    d_half = np.array([0.01, 0.01, 0.01 - 0.5 * s * math.sqrt(2)])  # z = -0.5
+    assert _vote_reversal_share(d_half, cov, vote, rows, w) == pytest.approx(0.5 * -t)
+    d_far = np.array([0.1, 0.0, -0.1])  # z = -4.7: clipped at 1
+    assert _vote_reversal_share(d_far, cov, vote, rows, w) == pytest.approx(-t)
+    # the pull rises with the vote share, or the vote beats the best model: no move
+    assert _vote_reversal_share(d_far[::-1].copy(), cov, vote, rows, w) == 0.0
+    assert _vote_reversal_share(d_far, cov, vote, -rows, w) == 0.0
+    # equal vote shares: no slope to test
+    assert _vote_reversal_share(d_far, cov, np.full(3, 0.6), rows, w) == 0.0
 
 
 def test_few_models_keep_a_contrast_far_beyond_the_vote_scale() -> None:
