@@ -734,6 +734,46 @@ def test_intervals_count_the_consensus_errors_of_the_all_agree_rows(rep: int) ->
     assert np.all((r.ci_low <= true) & (true <= r.ci_high))
 
 
+@pytest.mark.parametrize("rep", [6, 15, 26, 100])
+def test_intervals_doubt_an_all_agree_zero_count_when_every_model_fails_elsewhere(rep: int) -> None:
+    """The nested zoo (consensus wrong on ~27 % of the all-agree rows), 35 labels in 5-label
+    rounds: on these seeds the 6-9 all-agree labels held no consensus error, and the
+    intervals (l_A = 0) missed every model (true 0.55-0.78, intervals near 0.7-0.97). 3-4 of
+    their ~28 other labels had every model wrong: the zero count is then bounded by Wilson's
+    limit, and every model is covered. Over 200 campaigns 0.848 -> 0.950."""
+    gen = np.random.default_rng([0, rep])
+    pred, y = _nested_zoo(gen)
+    true = (pred == y).mean(axis=1)
+    camp = lw.RankingCampaign(pred, rng=np.random.default_rng([1, rep]), n_draws=200)
+    while camp.n_labelled < 35:
+        rows = camp.propose(5)
+        camp.record(rows, y[rows])
+    r = camp.ranking()
+    agree = camp._agree[camp.rows]
+    assert agree.sum() >= 6 and np.all(pred[0, camp.rows][agree] == y[camp.rows][agree])
+    all_wrong = ~camp._labelled_correct()[:, ~agree].any(axis=0)
+    assert 3 <= all_wrong.sum() <= 4
+    assert np.all((r.ci_low <= true) & (true <= r.ci_high))
+
+
+def test_an_all_agree_zero_count_stands_where_the_models_do_not_fail_together() -> None:
+    """A strong-close zoo (consensus never wrong on its all-agree rows), 35 labels: at most one
+    labelled row has every model wrong, so the all-agree rows' zero count is taken as seen
+    and the intervals stay narrow (Wilson's zero-count limit there took the half-widths
+    0.021 -> 0.176 over the study's zoos)."""
+    zoo = regime_zoo("strong-close", 5000, rng=np.random.default_rng([0, 3]))
+    camp = lw.RankingCampaign(zoo.predictions, rng=np.random.default_rng([1, 3]), n_draws=200)
+    while camp.n_labelled < 35:
+        rows = camp.propose(5)
+        camp.record(rows, zoo.labels[rows])
+    r = camp.ranking()
+    agree = camp._agree[camp.rows]
+    assert agree.sum() >= 5 and camp._labelled_correct()[:, agree].all()
+    assert np.count_nonzero(~camp._labelled_correct()[:, ~agree].any(axis=0)) <= 1
+    assert np.all((r.ci_low <= zoo.true_accuracy) & (zoo.true_accuracy <= r.ci_high))
+    assert np.mean(r.ci_high - r.ci_low) / 2 < 0.04
+
+
 @pytest.mark.parametrize(("n_pop", "n_lab"), [(40, 20), (60, 45), (2000, 40)])
 def test_stratified_interval_of_an_all_agree_pile_is_wilsons_for_its_share(
     n_pop: int, n_lab: int
