@@ -876,7 +876,7 @@ class RankingCampaign:
         if self._contested is None:
             rival = _runner_up_votes(self._pred)
             self._contested = ~self._agree & (rival >= max(2.0, _RIVAL_SHARE * self.n_models))
-        idx = np.flatnonzero(self._contested)
+        idx = np.flatnonzero(self._contested | self._credible_dissent())
         idx = idx[np.argsort(self._reach[idx], kind="stable")]
         low[idx[np.cumsum(self._reach[idx]) <= _UNEXPLORED_DRAWS]] = True
         return low
@@ -913,6 +913,20 @@ class RankingCampaign:
             return pooled, cov
         moved = np.clip(pooled + share * (d_mean - pooled), 0.0, 1.0)
         return moved, cov + share * (_psd_max(cov, d_cov) - cov)
+
+    def _credible_dissent(self) -> NDArray[np.bool_]:
+        """Disagreement rows where a model whose labelled dissents from the vote were right
+        at least once and at least half the time dissents from the vote (part of the
+        contested rows of :meth:`_unexplored_contested`)."""
+        out = np.zeros(self.n_inputs, dtype=bool)
+        if self.n_labelled == 0:
+            return out
+        dissent = self._hard[:, self.rows] == 0
+        right = np.count_nonzero(self._labelled_correct() & dissent, axis=1)
+        credible = (right >= 1) & (right >= _CREDIBLE_SHARE * dissent.sum(axis=1))
+        if credible.any():
+            out = ~self._agree & (self._hard[credible] == 0).any(axis=0)
+        return out
 
     def _labelled_correct(self) -> NDArray[np.bool_]:
         r = self.rows
@@ -1856,6 +1870,7 @@ _UNEXPLORED_DRAWS = 3.0  # expected draws of all of R together
 # A's zero count is doubted where every model is wrong on >= 3 and >= 10 % of the other labels
 _ALL_WRONG_SEEN = 3
 _ALL_WRONG_SHARE = 0.1
+_CREDIBLE_SHARE = 0.5  # a model's dissents count where >= half of its labelled ones were right
 
 
 def _clopper_pearson_upper(k: int, n: int, conf: float) -> float:
