@@ -12,7 +12,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["BettingCS", "betting_cs_wor"]
+__all__ = ["BettingCS", "StratifiedBettingCS", "betting_cs_wor", "stratified_log_evidence"]
 
 _GRID = np.linspace(0.0, 1.0, 1001)
 
@@ -68,17 +68,180 @@ class BettingCS:
         self._dev = float(dev_all[-1])
         self.t += x.size
 
+    def log_capital(self) -> NDArray[np.float64]:
+        """log K_t(m) of every grid candidate at the current time (+inf where impossible)."""
+        log_k = np.logaddexp(self._log_kp, self._log_km) - math.log(2)
+        return np.where(self._possible, log_k, np.inf)
+
+    def log_capitals(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """log K⁺_t(m) and log K⁻_t(m), the two unhedged capitals (+inf where impossible)."""
+        return (
+            np.where(self._possible, self._log_kp, np.inf),
+            np.where(self._possible, self._log_km, np.inf),
+        )
+
     def interval(self) -> tuple[float, float]:
         """The running-intersection set at the current time, widened to the next grid point."""
         if self.t == 0:
             return 0.0, 1.0
-        keep = self._possible & (self._max_log_k < math.log(1 / self.alpha))
-        if not keep.any():  # numerically everything rejected: the point closest to the mean
-            m = self._sum / self.t
+        return _grid_set(self._possible & (self._max_log_k < math.log(1 / self.alpha)), self)
+
+
+def _grid_set(keep: NDArray[np.bool_], fallback: BettingCS) -> tuple[float, float]:
+    """The hull of the kept grid candidates, widened to the next grid point; when every one is
+    rejected (numerically), the point closest to the mean of ``fallback``'s draws."""
+    if not keep.any():
+        m = fallback._sum / max(fallback.t, 1)
+        return m, m
+    idx = np.flatnonzero(keep)
+    step = _GRID[1] - _GRID[0]
+    return max(0.0, float(_GRID[idx[0]] - step)), min(1.0, float(_GRID[idx[-1]] + step))
+
+
+def _lower_hull(
+    x: NDArray[np.float64], y: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The vertices of the lower convex hull of the points (x, y), x increasing (monotone
+    chain, Andrew 1979)."""
+    hx: list[float] = []
+    hy: list[float] = []
+    for a, b in zip(x.tolist(), y.tolist(), strict=True):
+        while len(hx) >= 2 and (hx[-1] - hx[-2]) * (b - hy[-2]) <= (hy[-1] - hy[-2]) * (a - hx[-2]):
+            hx.pop()
+            hy.pop()
+        hx.append(a)
+        hy.append(b)
+    return np.asarray(hx), np.asarray(hy)
+
+
+def stratified_log_evidence(
+    log_caps: list[NDArray[np.float64]],
+    weights: NDArray[np.float64],
+    *,
+    hulls: list[tuple[NDArray[np.float64], NDArray[np.float64]] | None] | None = None,
+) -> NDArray[np.float64]:
+    """A lower bound of inf { Σ_h log K_h(μ_h) : Σ_h W_h μ_h = m } for every m of the grid.
+
+    ``log_caps[h]`` is stratum h's log capital on the grid of μ_h (+inf where impossible).
+    With one stratum the infimum itself, log K_1(m). Otherwise the Lagrangian dual
+        max_λ [ Σ_h φ_h(λ) - λ m ],   φ_h(λ) = min_μ ( log K_h(μ) + λ W_h μ ):
+    for every λ and every θ on the hyperplane, Σ_h log K_h(μ_h) = Σ_h (log K_h(μ_h) +
+    λ W_h μ_h) - λ m >= Σ_h φ_h(λ) - λ m (weak duality, no convexity needed). The dual is the
+    infimal convolution of the strata's lower convex envelopes, computed exactly (no grid of
+    multipliers): each envelope is a convex polygon in (W_h μ, log K_h); their infimal
+    convolution starts at the sum of their left ends and runs along all their edges sorted by
+    slope (the Minkowski sum of the epigraphs). A stratum with no possible grid point (all its
+    rows drawn, mean between grid points) is left out (K_h ≡ 1: the product of the other
+    strata's capitals is a martingale too). ``hulls`` (optional) caches the envelopes of
+    unchanged strata (None entries are computed and stored).
+    """
+    if len(log_caps) == 1:
+        return np.asarray(log_caps[0], dtype=np.float64)
+    x0 = y0 = 0.0
+    dx: list[NDArray[np.float64]] = []
+    dy: list[NDArray[np.float64]] = []
+    for h, (lk, w) in enumerate(zip(log_caps, weights, strict=True)):
+        hull = None if hulls is None else hulls[h]
+        if hull is None:
+            ok = np.isfinite(lk)
+            hull = _lower_hull(_GRID[ok], lk[ok]) if ok.any() else (_GRID[[0, -1]], np.zeros(2))
+            if hulls is not None:
+                hulls[h] = hull
+        hx, hy = hull[0] * w, hull[1]
+        x0 += float(hx[0])
+        y0 += float(hy[0])
+        dx.append(np.diff(hx))
+        dy.append(np.diff(hy))
+    ddx, ddy = np.concatenate(dx), np.concatenate(dy)
+    order = np.argsort(ddy / ddx, kind="stable")
+    xs = x0 + np.concatenate([[0.0], np.cumsum(ddx[order])])
+    ys = y0 + np.concatenate([[0.0], np.cumsum(ddy[order])])
+    out = np.interp(_GRID, xs, ys)
+    outside = (xs[0] - 1e-12 > _GRID) | (xs[-1] + 1e-12 < _GRID)
+    out[outside] = np.inf  # no strata means on the grid make these
+    return out
+
+
+class StratifiedBettingCS:
+    """An exact confidence sequence for a stratified mean m = Σ_h W_h μ_h, without splitting
+    alpha over the strata (the stratified extension of Waudby-Smith & Ramdas 2024, Sec. 6).
+
+    Each stratum's draws are the prefix of a uniformly random permutation of its rows and the
+    stratum of every draw is chosen from the past (the allocation), so for the true θ = (μ_h)
+    the products Π_h K⁺_h,t(μ_h) and Π_h K⁻_h,t(μ_h) of the strata's one-sided capitals
+    (:class:`BettingCS`, each stratum's own plug-in bets) are nonnegative martingales (one
+    factor moves per draw), and so is their average (hedged once, over the whole pile). For a
+    candidate m,
+        E_t(m) = ½ inf_θ Π_h K⁺_h,t(μ_h) + ½ inf_θ Π_h K⁻_h,t(μ_h),  θ over Σ_h W_h μ_h = m,
+    is at most the true θ's martingale when m is the truth (an e-process), and so is any lower
+    bound of it (each infimum by :func:`stratified_log_evidence`): by Ville's inequality the
+    running intersection {m : max over looks s <= t of E_s(m) < 1/alpha} covers the truth at
+    every look with probability >= 1 - alpha. :meth:`look` evaluates E at the current time
+    (the more looks, the narrower); one stratum is :func:`betting_cs_wor`'s sequence, whose
+    maximum runs over every draw. Hedging each stratum instead (the product of the strata's
+    ½ K⁺ + ½ K⁻) cost every stratum up to log 2 at its own mean, where the infimum puts it:
+    4.6 nats over 13 strata on digits at 100 labels, and twice the width (3 campaigns at 100
+    labels: half-width 0.110 -> 0.049 on digits, 0.134 -> 0.074 on MNIST-1D).
+    """
+
+    def __init__(
+        self,
+        sizes: NDArray[np.int64],
+        alpha: float,
+        *,
+        c: float = 0.5,
+    ) -> None:
+        sizes = np.asarray(sizes, dtype=np.int64)
+        self.alpha = float(alpha)
+        self.weights = sizes / sizes.sum()
+        self.strata = [BettingCS(int(n), self.alpha, c=c) for n in sizes]
+        # each stratum's lower convex envelopes of log K⁺ and log K⁻, kept until it moves
+        self._hulls_p: list[tuple[NDArray[np.float64], NDArray[np.float64]] | None]
+        self._hulls_m: list[tuple[NDArray[np.float64], NDArray[np.float64]] | None]
+        self._hulls_p = [None] * sizes.size
+        self._hulls_m = [None] * sizes.size
+        self._max_log_e = np.full(_GRID.size, -np.inf)
+        self._looked = False
+
+    @property
+    def t(self) -> NDArray[np.int64]:
+        """Draws so far in every stratum."""
+        return np.array([s.t for s in self.strata], dtype=np.int64)
+
+    def update(self, h: int, x: NDArray[np.float64]) -> None:
+        """Bet on stratum ``h``'s next draws ``x`` (values in [0, 1], in its draw order)."""
+        if np.size(x):
+            self.strata[h].update(x)
+            self._hulls_p[h] = self._hulls_m[h] = None
+
+    def look(self) -> None:
+        """Evaluate the e-process now and fold it into the running maximum (one stratum: its
+        :class:`BettingCS` already holds the maximum over every draw)."""
+        if len(self.strata) == 1:
+            return
+        both = [s.log_capitals() for s in self.strata]
+        a_p = stratified_log_evidence([b[0] for b in both], self.weights, hulls=self._hulls_p)
+        a_m = stratified_log_evidence([b[1] for b in both], self.weights, hulls=self._hulls_m)
+        log_e = np.logaddexp(a_p, a_m) - math.log(2)
+        self._max_log_e = np.maximum(self._max_log_e, log_e)
+        self._looked = True
+
+    def interval(self) -> tuple[float, float]:
+        """The running-intersection set after the looks so far, widened to the next grid
+        point; (0, 1) before any draw."""
+        if len(self.strata) == 1:
+            return self.strata[0].interval()
+        if not self._looked or not any(s.t for s in self.strata):
+            return 0.0, 1.0
+        keep = self._max_log_e < math.log(1 / self.alpha)
+        if not keep.any():
+            m = float(
+                sum(
+                    w * s._sum / max(s.t, 1) for w, s in zip(self.weights, self.strata, strict=True)
+                )
+            )
             return m, m
-        idx = np.flatnonzero(keep)
-        step = _GRID[1] - _GRID[0]
-        return max(0.0, float(_GRID[idx[0]] - step)), min(1.0, float(_GRID[idx[-1]] + step))
+        return _grid_set(keep, self.strata[0])
 
 
 def betting_cs_wor(

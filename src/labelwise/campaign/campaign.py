@@ -40,7 +40,7 @@ from ..estimation.estimators import (
 )
 from ..exceptions import DegenerateDataWarning, LabelwiseError, user_stacklevel
 from ..io import atomic_write, write_json
-from ._anytime import BettingCS
+from ._anytime import StratifiedBettingCS
 from ._design import allocate, build_strata, prior_error
 from ._estimators import (
     DesignEstimate,
@@ -255,8 +255,8 @@ class Campaign:
             )
         self._e_h = np.bincount(self._strata, weights=self._prior_e) / self._sizes
         self._active_gen = np.random.default_rng(key_gen.integers(2**62))
-        # betting capital per (stratum, alpha, bounds), carried between anytime estimates
-        self._cs_cache: dict[tuple[int, float, float, float], BettingCS] = {}
+        # the betting sequence per (alpha, bounds), carried between anytime estimates
+        self._cs_cache: dict[tuple[float, float, float], StratifiedBettingCS] = {}
 
     def __repr__(self) -> str:
         auto = f" ({self.requested_method})" if self.requested_method != self.method else ""
@@ -634,7 +634,7 @@ class Campaign:
         return out
 
     # ---------------------------------------------------------------- estimate
-    def estimate(self, *, anytime: bool = False, confidence: float | None = None) -> Estimate:
+    def estimate(self, *, anytime: bool | str = False, confidence: float | None = None) -> Estimate:
         """Estimate of the pile's accuracy (or 1-MSE) from the rows recorded so far.
 
         With a ``score_floor`` (regression) the fixed-n interval is the hull of the design's
@@ -649,15 +649,28 @@ class Campaign:
         ("Time-uniform central limit theory and asymptotic confidence sequences", Ann. Statist.,
         Thm. 2.2, Robbins' normal mixture) around the design's estimate with its own standard
         error: valid at any stopping time as the labels grow; its optional-stopping coverage
-        is checked by simulation in tests/test_campaign.py. (One betting sequence per stratum,
-        combined by a union bound, is exact but useless with many strata of a few labels: it
-        spanned [0.22, 0.98] at 100 labels on the demo's pile.) Regression scores are not
+        is checked by simulation in tests/test_campaign.py. Regression scores are not
         bounded below: their betting sequence takes the observed range as the bound, with a
         warning, unless the campaign has a ``score_floor``. Not available for ``"active"``.
+
+        ``anytime="exact"``: the exact stratified betting sequence for every design
+        (:class:`._anytime.StratifiedBettingCS`: the strata's betting capitals multiplied, no
+        alpha split, the infimum over the strata means of a candidate accuracy bounded by
+        Lagrangian duality), which the regression designs (and ``score_floor``) use anyway;
+        the same as ``True`` for ``"srs"`` and regression. Valid for any pile at any n, but
+        wider than the asymptotic sequence: mean half-width over the study's 8 classification
+        contexts at 35 / 60 / 100 / 180 labels (40 campaigns each) 0.208 / 0.156 / 0.134 /
+        0.117 against 0.148 / 0.108 / 0.078 / 0.053, as wide on the clean piles (0.93-1.07x
+        on digits-none) but 2.3-4.0x on MNIST-1D's shifted ones, whose strata of a confidently
+        wrong class give the infimum room; still 2.3-2.8x narrower than one betting sequence
+        per stratum with alpha split by a union bound (0.488 / 0.441 / 0.374 / 0.285), which
+        it replaces.
         """
         conf = (
             self.confidence if confidence is None else check_probability(confidence, "confidence")
         )
+        if anytime not in (False, True, "exact"):
+            raise LabelwiseError(f"anytime must be False, True or 'exact', got {anytime!r}")
         rec = self._recorded_rows()
         metric = "accuracy" if self.task == "classification" else "1-MSE"
         if rec.size == 0:
@@ -682,7 +695,7 @@ class Campaign:
         if anytime:
             if self.method == "active":
                 raise LabelwiseError("anytime must be False for method 'active' (not available)")
-            if self.method == "srs" or self.task == "regression":
+            if self.method == "srs" or self.task == "regression" or anytime == "exact":
                 return self._anytime(rec, conf, metric, notes)
             design = self._stratified_design(rec, notes)
             cs = _asymptotic_cs(
@@ -1071,29 +1084,27 @@ class Campaign:
                 lo_b = hi_b - 1.0
         h = self._sizes.size
         w = self._sizes / self.population_size
-        lows = np.zeros(h)
-        highs = np.ones(h)
-        means = np.zeros(h)
+        prefix = []
         for j in range(h):
             # the prefix of stratum j's design order that is recorded
             seq = self._order[self._starts[j] : self._starts[j] + self._sizes[j]]
             y = self._scores[seq]
             miss = np.flatnonzero(np.isnan(y))
-            t = int(miss[0]) if miss.size else y.size
-            x = (y[:t] - lo_b) / (hi_b - lo_b)
-            a_j = alpha * w[j] if h > 1 else alpha
-            key = (j, a_j, lo_b, hi_b)
-            cs = self._cs_cache.get(key)
-            if cs is None or cs.t > t:
-                cs = BettingCS(int(self._sizes[j]), a_j)
-            if cs.t < t:
-                cs.update(x[cs.t :])
-            self._cs_cache[key] = cs
-            lows[j], highs[j] = cs.interval()
-            means[j] = float(x.mean()) if t else 0.5
+            prefix.append((y[: int(miss[0]) if miss.size else y.size] - lo_b) / (hi_b - lo_b))
+        key = (alpha, lo_b, hi_b)
+        t = np.array([x.size for x in prefix])
+        cs = self._cs_cache.get(key)
+        if cs is None or np.any(cs.t > t):
+            cs = StratifiedBettingCS(self._sizes, alpha)
+        for j, have in enumerate(cs.t):
+            cs.update(j, prefix[j][have:])
+        cs.look()
+        self._cs_cache[key] = cs
+        lo_u, hi_u = cs.interval()
+        means = np.array([x.mean() if x.size else 0.5 for x in prefix])
         value = lo_b + (hi_b - lo_b) * float(np.sum(w * means))
-        lo = lo_b + (hi_b - lo_b) * float(np.sum(w * lows))
-        hi = lo_b + (hi_b - lo_b) * float(np.sum(w * highs))
+        lo = lo_b + (hi_b - lo_b) * lo_u
+        hi = lo_b + (hi_b - lo_b) * hi_u
         z = NormalDist().inv_cdf(0.5 + conf / 2)
         return Estimate(
             value=value,
