@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+import labelwise as lw
 from labelwise.campaign._anytime import (
     _GRID,
     BettingCS,
@@ -16,6 +17,7 @@ from labelwise.campaign._anytime import (
     betting_cs_wor,
     stratified_log_evidence,
 )
+from test_campaign import _pile
 
 
 @pytest.mark.parametrize(("n_pop", "p", "t"), [(300, 0.8, 60), (120, 0.5, 25), (50, 0.95, 50)])
@@ -115,3 +117,29 @@ def test_optional_stopping_two_strata_covered_where_a_fixed_n_interval_is_not() 
         miss_wald += ever_wald
     assert miss_cs / runs <= 0.05, miss_cs
     assert miss_wald / runs > 0.3, miss_wald
+
+
+def test_campaign_exact_anytime_is_the_strata_product() -> None:
+    y, acts, probs = _pile(400, seed=6)
+    camp = lw.Campaign(acts, probs, rng=1)
+    rows = camp.propose(60)
+    camp.record(rows, y[rows])
+    est = camp.estimate(anytime="exact")
+    assert est.interval == "betting-cs (anytime)" and est.ci_low <= est.value <= est.ci_high
+    # the same sequence built by hand from each stratum's recorded prefix, one look
+    cs = StratifiedBettingCS(np.bincount(camp.strata), 0.05)
+    for h in range(cs.weights.size):
+        order = camp._order[camp._starts[h] : camp._starts[h] + camp._sizes[h]]
+        scores = camp._scores[order]
+        cs.update(h, scores[: int(np.argmax(np.isnan(scores)))])
+    cs.look()
+    assert (est.ci_low, est.ci_high) == cs.interval()
+    # narrower than the whole range, and the asymptotic default is a different sequence
+    assert est.ci_high - est.ci_low < 0.6
+    assert camp.estimate(anytime=True).interval == "asymptotic-cs (anytime)"
+    srs = lw.Campaign(acts, probs, method="srs", rng=1)
+    rows = srs.propose(60)
+    srs.record(rows, y[rows])
+    assert srs.estimate(anytime="exact") == srs.estimate(anytime=True)
+    with pytest.raises(lw.LabelwiseError, match="anytime must be False, True or 'exact'"):
+        camp.estimate(anytime="yes")
