@@ -1068,6 +1068,10 @@ class Campaign:
     def _anytime(
         self, rec: NDArray[np.int64], conf: float, metric: str, notes: list[str]
     ) -> Estimate:
+        """The exact betting sequence on [lo_b, hi_b] (:class:`._anytime.StratifiedBettingCS`)
+        over the design's strata, from each stratum's recorded prefix of its design order
+        (a row recorded after a pending one waits), looked at once per call; with one stratum
+        (SRS) the running maximum runs over every draw."""
         alpha = 1 - conf
         lo_b, hi_b = 0.0, 1.0
         if self.score_floor is not None:
