@@ -273,6 +273,42 @@ def test_until_halfwidth_says_whether_to_stop(pile: dict, capsys: pytest.Capture
     assert _state(a) == before
 
 
+def test_exact_decides_by_the_exact_betting_sequence(
+    pile: dict, capsys: pytest.CaptureFixture
+) -> None:
+    """--exact: --until-halfwidth decides by Campaign.estimate(anytime="exact"), the product
+    of the strata's betting capitals, not by the asymptotic sequence; without
+    --until-halfwidth, or on a selection, it is an error that records nothing."""
+    d = _start(pile, capsys, "--method", "stratified")
+    y = pile["y"]
+    assert _run(["next", d, "--batch", 60], capsys)[0] == 0
+    rows = [r["row"] for r in _to_label(d)]
+    labels = _write_labels(d.parent / "l.csv", rows, [int(y[r]) for r in rows])
+    before = _state(d)
+    code, _, err = _run(["estimate", d, "--labels", labels, "--exact"], capsys)
+    assert code != 0 and "give --until-halfwidth H too" in err
+    assert _state(d) == before
+    argv = ["estimate", d, "--labels", labels, "--until-halfwidth", 0.5, "--exact", "--json"]
+    code, out, err = _run(argv, capsys)
+    assert code == 0, err
+    doc = json.loads(out)["anytime"]
+    assert doc["interval"] == "betting-cs (anytime)"
+    camp = lw.Campaign(pile["acts"], pile["probs"], method="stratified", rng=3)
+    r = camp.propose(60)
+    camp.record(r, (pile["probs"][r].argmax(axis=1) == y[r]).astype(float))
+    exact, asym = camp.estimate(anytime="exact"), camp.estimate(anytime=True)
+    assert [doc["ci_low"], doc["ci_high"]] == pytest.approx([exact.ci_low, exact.ci_high])
+    assert (exact.ci_low, exact.ci_high) != (asym.ci_low, asym.ci_high)
+    sel = pile["dir"] / "sel-exact"
+    acts = pile["dir"] / "acts.npy"
+    argv = ["select", "--method", "srs", "--budget", 10, "--activations", acts, "--out", sel]
+    assert _run(argv, capsys)[0] == 0
+    rows = [r["row"] for r in _to_label(sel)]
+    labels = _write_labels(pile["dir"] / "s.csv", rows, [int(y[r]) for r in rows])
+    code, _, err = _run(["estimate", sel, "--labels", labels, "--exact"], capsys)
+    assert code != 0 and "--exact applies to campaigns" in err
+
+
 def test_until_halfwidth_stops_when_the_whole_pile_is_labelled(
     pile: dict, capsys: pytest.CaptureFixture
 ) -> None:

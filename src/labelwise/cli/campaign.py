@@ -317,6 +317,11 @@ def check_estimate_args(args: argparse.Namespace, st: CampaignState) -> None:
         )
     if not 0 < args.confidence < 1:
         raise LabelwiseError(f"--confidence must be in (0, 1), got {args.confidence}")
+    if getattr(args, "exact", False) and h is None:
+        raise LabelwiseError(
+            "--exact chooses the anytime sequence that --until-halfwidth decides by; give "
+            "--until-halfwidth H too"
+        )
 
 
 def record_and_estimate(
@@ -329,8 +334,8 @@ def record_and_estimate(
     """Record the labels not recorded yet, estimate, save the state and DIR/estimate.json.
 
     What ``labelwise estimate DIR --labels FILE`` does with FILE's rows (``labelwise label``
-    calls it too). ``args`` carries ``confidence``, ``until_halfwidth``, ``predictions`` and
-    ``n_classes``. Any error leaves the state as it was.
+    calls it too). ``args`` carries ``confidence``, ``until_halfwidth``, ``predictions``,
+    ``n_classes`` and optionally ``exact``. Any error leaves the state as it was.
     """
     camp = st.camp
     h = args.until_halfwidth
@@ -342,7 +347,9 @@ def record_and_estimate(
         est = camp.estimate(confidence=args.confidence)
         anytime = None
         if h is not None:
-            anytime = camp.estimate(anytime=True, confidence=args.confidence)
+            # --exact: the exact betting sequence of the designs (Campaign.estimate)
+            kind_cs: bool | str = "exact" if getattr(args, "exact", False) else True
+            anytime = camp.estimate(anytime=kind_cs, confidence=args.confidence)
     # The estimate carries its notes and the table prints them: pass on only the others.
     for w in caught:
         if str(w.message) not in est.notes:
