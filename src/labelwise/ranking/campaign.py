@@ -183,7 +183,8 @@ class RankingCampaign:
     power_tuning:
         ``n0``, in labels: the PPI++ power ``lambda`` that scales the vote surrogate is the
         labels' estimate ``lambda_hat`` shrunk towards 1 (trust the vote) as ``(n lambda_hat
-        + n0') / (n + n0')``, ``n0' = n0 clip(lambda_hat / 0.5, 0.25, 1)`` (:meth:`_power`).
+        + n0') / (n + n0')``, ``n0' = n0 clip(lambda_hat / 0.5, 0.25, 1)`` for 7 or more
+        distinct models, ``n0`` for fewer (:meth:`_power`).
         Where the labels find the vote worthless or reversed, ``n0`` = 20 alone kept
         ``lambda`` near 1/3 at 40 labels and the estimate part of the vote's order; a quarter
         of it there (same labels, 30 zoos of 9 disjoint experts, 40 rows of one cppi batch):
@@ -1038,9 +1039,10 @@ class RankingCampaign:
 
         lambda_hat = sum_t w_t <C c_t, C s_t> / sum_t w_t |C s_t|^2 (C centres across models,
         weighted covariance over labelled rows), then (n lambda_hat + n0') / (n + n0') in
-        [0, 1], with n0' = n0 clip(lambda_hat / _POWER_TRUST, _POWER_FLOOR, 1): where the
-        labels find the vote worthless or reversed (lambda_hat <= 0.125) the pull towards
-        trusting it is a quarter of n0 (class docstring, ``power_tuning``).
+        [0, 1], with n0' = n0 clip(lambda_hat / _POWER_TRUST, _POWER_FLOOR, 1) for 7+ distinct
+        models (n0 for fewer): where the labels find the vote worthless or reversed
+        (lambda_hat <= 0.125) the pull towards trusting it is a quarter of n0 (class
+        docstring, ``power_tuning``).
         """
         n = correct.shape[1]
         dc = correct - correct.mean(axis=0, keepdims=True)
@@ -1051,7 +1053,9 @@ class RankingCampaign:
         if den <= 0:
             return 1.0
         lam_hat = float(((dc * ds) @ w).sum()) / den
-        n0 = self._n0 * min(1.0, max(lam_hat / _POWER_TRUST, _POWER_FLOOR))
+        n0 = self._n0
+        if self._reps.size >= _POWER_MIN_MODELS:  # not the few-model zoos (their own prior)
+            n0 *= min(1.0, max(lam_hat / _POWER_TRUST, _POWER_FLOOR))
         return float(np.clip((n * lam_hat + n0) / (n + n0), 0.0, 1.0))
 
     def _labelled_estimate(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -1291,6 +1295,7 @@ _PROPOSE_DRAWS = 1000
 # is weighed against a prior of fewer labels, down to _POWER_FLOOR n0
 _POWER_TRUST = 0.5
 _POWER_FLOOR = 0.25
+_POWER_MIN_MODELS = 7
 _KAPPA = 0.04
 _TAU_PRIOR_POW = 1.0
 _TAU_MAX = 2.0
