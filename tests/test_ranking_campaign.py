@@ -1288,7 +1288,7 @@ def test_runner_up_votes_known_values() -> None:
 # herd's stratum doubled to 408 rows near its worst case; over 200 campaigns the upper misses fell
 # (0.0035 -> 0.0020 of the intervals), so it is left out here, not hidden: the coverage test over
 # many campaigns is in docs/ranking-notes.md ("a model's credible dissents")
-@pytest.mark.parametrize("rep", [23, 73, 141])
+@pytest.mark.parametrize("rep", [1, 73, 141])
 def test_intervals_count_the_unexplored_rows_where_a_herd_outvotes_the_others(rep: int) -> None:
     """8 near-copies of a 0.96 model (true ~0.94) beside models of 0.985 and 0.95: where the
     herd is wrong the two others agree on the right class, and the herd outvotes them. The
@@ -1299,7 +1299,9 @@ def test_intervals_count_the_unexplored_rows_where_a_herd_outvotes_the_others(re
     Clopper-Pearson) covers every model. Over 200 campaigns at 35 / 60 labels: coverage
     0.777 / 0.871 -> 0.917 / 0.950, and 0.970 / 0.980 since the rows where a model whose
     labelled dissents from the vote were right at least half the time dissents are contested
-    too (_credible_dissent; README)."""
+    too (_credible_dissent; README). (1 replaced 23, whose campaign labelled the herd's
+    errors once the vote's power was shrunk less where the labels distrust it: its stratum
+    then held 0.28 of them.)"""
     gen = np.random.default_rng([0, rep])
     pred, y = _near_copies(gen, 8, 0.96, (0.985, 0.95))
     true = (pred == y).mean(axis=1)
