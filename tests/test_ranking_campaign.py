@@ -756,6 +756,15 @@ def test_intervals_count_the_consensus_errors_of_the_all_agree_rows(rep: int) ->
     assert np.all((r.ci_low <= true) & (true <= r.ci_high))
 
 
+def _labelled_campaign(pred: np.ndarray, y: np.ndarray, rep: int, n: int) -> lw.RankingCampaign:
+    """The stress tests' campaign: seeded by ``rep``, labelled to ``n`` in 5-label rounds."""
+    camp = lw.RankingCampaign(pred, rng=np.random.default_rng([1, rep]), n_draws=200)
+    while camp.n_labelled < n:
+        rows = camp.propose(5)
+        camp.record(rows, y[rows])
+    return camp
+
+
 @pytest.mark.parametrize("rep", [6, 26, 29, 100])
 def test_intervals_doubt_an_all_agree_zero_count_when_every_model_fails_elsewhere(rep: int) -> None:
     """The nested zoo (consensus wrong on ~27 % of the all-agree rows), 35 labels in 5-label
@@ -768,10 +777,7 @@ def test_intervals_doubt_an_all_agree_zero_count_when_every_model_fails_elsewher
     gen = np.random.default_rng([0, rep])
     pred, y = _nested_zoo(gen)
     true = (pred == y).mean(axis=1)
-    camp = lw.RankingCampaign(pred, rng=np.random.default_rng([1, rep]), n_draws=200)
-    while camp.n_labelled < 35:
-        rows = camp.propose(5)
-        camp.record(rows, y[rows])
+    camp = _labelled_campaign(pred, y, rep, 35)
     r = camp.ranking()
     agree = camp._agree[camp.rows]
     assert agree.sum() >= 6 and np.all(pred[0, camp.rows][agree] == y[camp.rows][agree])
@@ -1305,10 +1311,7 @@ def test_intervals_count_the_unexplored_rows_where_a_herd_outvotes_the_others(re
     gen = np.random.default_rng([0, rep])
     pred, y = _near_copies(gen, 8, 0.96, (0.985, 0.95))
     true = (pred == y).mean(axis=1)
-    camp = lw.RankingCampaign(pred, rng=np.random.default_rng([1, rep]), n_draws=200)
-    while camp.n_labelled < 35:
-        rows = camp.propose(5)
-        camp.record(rows, y[rows])
+    camp = _labelled_campaign(pred, y, rep, 35)
     r = camp.ranking()
     low = camp._unexplored_contested()
     # the stratum holds the herd's shared errors: most of the rows where the vote is wrong
