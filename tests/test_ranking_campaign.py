@@ -566,6 +566,42 @@ def test_four_disjoint_experts_at_35_labels_move_to_the_labels_against_the_vote(
     assert np.mean(sp) > 0.47
 
 
+def test_six_binary_models_rank_at_least_near_their_vote_at_35_labels() -> None:
+    """6 binary models of U(0.70, 0.85), 12 seeded campaigns of 35 labels in 5-label rounds.
+
+    The flat prior on the biases' spread of 5+ models kept most of the labels' noise in the
+    5 contrasts: mean Spearman 0.857 against the label-free vote's 0.909. Averaged with the
+    few-contrast prior by the labels' check of the vote (_vote_prior_average) 0.905.
+    """
+    sp, vote_sp = [], []
+    for seed in range(12):
+        gen = np.random.default_rng(seed)
+        zoo = synthetic_zoo(gen.uniform(0.70, 0.85, 6), 3000, n_classes=2, correlation=0.4, rng=gen)
+        camp = lw.RankingCampaign(zoo.predictions, rng=seed, n_draws=200)
+        while camp.n_labelled < 35:
+            rows = camp.propose(5)
+            camp.record(rows, zoo.labels[rows])
+        sp.append(stats.spearmanr(camp.ranking().accuracy, zoo.true_accuracy)[0])
+        agree = (zoo.predictions == majority_vote(zoo.predictions)[None, :]).mean(axis=1)
+        vote_sp.append(stats.spearmanr(agree, zoo.true_accuracy)[0])
+    assert np.mean(sp) >= np.mean(vote_sp) - 0.02
+
+
+def test_vote_prior_average_checks_known_values() -> None:
+    """The helpers of the checks: ``t`` a weighted mean over its sd, ``z`` the GLS slope."""
+    from labelwise.ranking.campaign import _vote_slope_z, _weighted_t
+
+    x = np.array([-1.0, -1.0, 0.0, 1.0])
+    w = np.full(4, 0.25)
+    assert _weighted_t(x, w) == pytest.approx(-0.25 / math.sqrt(np.sum((x + 0.25) ** 2) / 16))
+    assert _weighted_t(np.ones(4), w) == 0.0  # no spread: undefined, 0
+    s = 0.03
+    pull = np.array([0.01, 0.01, 0.01 - 0.5 * s * math.sqrt(2)])
+    z = _vote_slope_z(pull, np.eye(3) * s**2, np.array([0.5, 0.6, 0.7]))
+    assert z == pytest.approx(-0.5)
+    assert _vote_slope_z(pull, np.eye(3) * s**2, np.full(3, 0.6)) == 0.0
+
+
 def test_vote_reversal_share_known_values() -> None:
     """Isotropic design covariance: the GLS slope of the pull (design minus pooled) is the
     least-squares one, ``z = (p_3 - p_1) / (s sqrt 2)`` for vote shares 0.5 / 0.6 / 0.7;
