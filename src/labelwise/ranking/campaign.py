@@ -622,8 +622,9 @@ class RankingCampaign:
             post = self._posterior()
             # an accuracy: the shrinkage can carry a model right on every label past 1
             pooled = np.clip(post.mean(), 0.0, 1.0)
-            # (3-4 distinct models: no guard, their prior already keeps the spread; tau0)
-            few = 2 <= self._reps.size - 1 <= _FEW_CONTRASTS
+            # (3-4 distinct models, or a binary zoo of 5-6 under the same prior: no guard,
+            # their prior already keeps the spread; tau0)
+            few = 2 <= self._reps.size - 1 <= _FEW_CONTRASTS or self._binary_few()
             guard = 0.0 if few else self._prob_guard
             # 3-4 models whose labels rank them against the vote: toward the design estimate
             post_cov = post.cov()
