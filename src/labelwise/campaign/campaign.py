@@ -430,13 +430,14 @@ class Campaign:
     def _calibrated_error(self) -> NDArray[np.float64]:
         """The model's error per stratum, e_h, scaled by the labels' observed/expected ratio.
 
-        r = (Σ w_i (1 - y_i) / N + 1/n) / (Σ w_i e_i / N + 1/n) over recorded rows, with design
+        r = (Σ w_i (1 - y_i) / N + 1/n) / (Σ w_i e_i / N + 1/n) over the recorded rows an
+        allocation may read (:meth:`_allocation_rows`), with design
         weights w_i = N_h / n_h (one pseudo-row of agreement keeps r near 1 with few labels);
         e_h is the stratum's mean of 1 - max-probability. Regression has no such prior (0.5).
         """
         if self.task == "regression":
             return np.full(self._sizes.size, 0.5)
-        rec = self._recorded_rows()
+        rec = self._allocation_rows()
         if rec.size == 0:
             return np.clip(self._e_h, 0, 0.5)
         st = self._strata[rec]
@@ -461,7 +462,7 @@ class Campaign:
         a stratum whose first labels were all correct is starved and its error is
         under-estimated: +0.01 bias on digits-patch at n = 80..180 in our study).
         """
-        rec = self._recorded_rows()
+        rec = self._allocation_rows()
         h = self._sizes.size
         binary = self.task == "classification"
         prior = np.clip(self._e_h * (1 - self._e_h), 1e-6, None) if binary else np.ones(h)
@@ -605,6 +606,28 @@ class Campaign:
 
     def _recorded_rows(self) -> NDArray[np.int64]:
         return self._proposed[~np.isnan(self._scores[self._proposed])]
+
+    def _allocation_rows(self) -> NDArray[np.int64]:
+        """The recorded rows an allocation may read: those in the recorded prefix of their
+        stratum's design order (in proposal order, as :meth:`_recorded_rows`).
+
+        The exact sequence (:class:`StratifiedBettingCS`) bets on each stratum's draws in
+        design order and needs the stratum of every draw chosen from the draws before it. A
+        row recorded while an earlier row of its stratum is still pending comes later in that
+        order; had the next allocation read its label, no order of the draws would make the
+        allocation predictable. With batches recorded in order (the study, a labeller
+        finishing each batch) these are all the recorded rows, so nothing changes there.
+        """
+        rec = self._recorded_rows()
+        if self.method == "active" or rec.size == 0:
+            return rec
+        have = np.bincount(self._strata[self._proposed], minlength=self._sizes.size)
+        keep = np.zeros(self.population_size, dtype=bool)
+        for j in np.flatnonzero(have):
+            seq = self._order[self._starts[j] : self._starts[j] + have[j]]
+            miss = np.flatnonzero(np.isnan(self._scores[seq]))
+            keep[seq[: miss[0] if miss.size else seq.size]] = True
+        return rec[keep[rec]]
 
     def recorded_prefix(self, n: int) -> Campaign:
         """A copy that has recorded only the first ``n`` recorded rows (in proposal order).
