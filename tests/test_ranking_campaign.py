@@ -22,6 +22,18 @@ def _label_all(camp: lw.RankingCampaign, labels: np.ndarray, batch: int = 10) ->
         camp.record(rows, labels[rows])
 
 
+def _labelled_campaign(
+    pred: np.ndarray, y: np.ndarray, n: int, *, rng: int | np.random.Generator, n_draws: int = 200
+) -> lw.RankingCampaign:
+    """A campaign on ``pred`` (seeded by ``rng``) labelled from ``y`` to ``n`` labels in
+    5-label rounds."""
+    camp = lw.RankingCampaign(pred, rng=rng, n_draws=n_draws)
+    while camp.n_labelled < n:
+        rows = camp.propose(5)
+        camp.record(rows, y[rows])
+    return camp
+
+
 def test_propose_distinct_never_repeated_and_ranking_fields() -> None:
     zoo = synthetic_zoo([0.9, 0.8, 0.7, 0.6], 500, rng=0)
     camp = lw.RankingCampaign(zoo.predictions, rng=0)
@@ -536,10 +548,7 @@ def test_few_disjoint_experts_are_ranked_by_labels_not_by_the_reversed_vote() ->
     for rep in range(30):
         gen = np.random.default_rng([30, rep])
         pred, y = _disjoint_experts(gen, 3 + rep % 2)
-        camp = lw.RankingCampaign(pred, rng=gen, n_draws=200)
-        while camp.n_labelled < 40:
-            rows = camp.propose(5)
-            camp.record(rows, y[rows])
+        camp = _labelled_campaign(pred, y, 40, rng=gen)
         sp.append(stats.spearmanr(camp.ranking().accuracy, (pred == y).mean(axis=1))[0])
     assert np.mean(sp) > 0.3
 
@@ -558,10 +567,7 @@ def test_four_disjoint_experts_at_35_labels_move_to_the_labels_against_the_vote(
     for rep in range(24):
         gen = np.random.default_rng([71, rep])
         pred, y = _disjoint_experts(gen, 4)
-        camp = lw.RankingCampaign(pred, rng=gen, n_draws=100)
-        while camp.n_labelled < 35:
-            rows = camp.propose(5)
-            camp.record(rows, y[rows])
+        camp = _labelled_campaign(pred, y, 35, rng=gen, n_draws=100)
         sp.append(stats.spearmanr(camp.estimate()[0], (pred == y).mean(axis=1))[0])
     assert np.mean(sp) > 0.47
 
@@ -577,10 +583,7 @@ def test_six_binary_models_rank_at_least_near_their_vote_at_35_labels() -> None:
     for seed in range(12):
         gen = np.random.default_rng(seed)
         zoo = synthetic_zoo(gen.uniform(0.70, 0.85, 6), 3000, n_classes=2, correlation=0.4, rng=gen)
-        camp = lw.RankingCampaign(zoo.predictions, rng=seed, n_draws=200)
-        while camp.n_labelled < 35:
-            rows = camp.propose(5)
-            camp.record(rows, zoo.labels[rows])
+        camp = _labelled_campaign(zoo.predictions, zoo.labels, 35, rng=seed)
         sp.append(stats.spearmanr(camp.ranking().accuracy, zoo.true_accuracy)[0])
         agree = (zoo.predictions == majority_vote(zoo.predictions)[None, :]).mean(axis=1)
         vote_sp.append(stats.spearmanr(agree, zoo.true_accuracy)[0])
@@ -596,10 +599,7 @@ def test_six_binary_models_prob_best_of_the_first_is_not_underconfident() -> Non
     for seed in range(24):
         gen = np.random.default_rng(seed)
         zoo = synthetic_zoo(gen.uniform(0.70, 0.85, 6), 3000, n_classes=2, correlation=0.4, rng=gen)
-        camp = lw.RankingCampaign(zoo.predictions, rng=seed, n_draws=200)
-        while camp.n_labelled < 35:
-            rows = camp.propose(5)
-            camp.record(rows, zoo.labels[rows])
+        camp = _labelled_campaign(zoo.predictions, zoo.labels, 35, rng=seed)
         rk = camp.ranking()
         first = int(rk.order[0])
         claimed.append(rk.prob_best[first])
@@ -812,15 +812,6 @@ def test_intervals_count_the_consensus_errors_of_the_all_agree_rows(rep: int) ->
     assert np.all((r.ci_low <= true) & (true <= r.ci_high))
 
 
-def _labelled_campaign(pred: np.ndarray, y: np.ndarray, rep: int, n: int) -> lw.RankingCampaign:
-    """The stress tests' campaign: seeded by ``rep``, labelled to ``n`` in 5-label rounds."""
-    camp = lw.RankingCampaign(pred, rng=np.random.default_rng([1, rep]), n_draws=200)
-    while camp.n_labelled < n:
-        rows = camp.propose(5)
-        camp.record(rows, y[rows])
-    return camp
-
-
 @pytest.mark.parametrize("rep", [6, 26, 29, 100])
 def test_intervals_doubt_an_all_agree_zero_count_when_every_model_fails_elsewhere(rep: int) -> None:
     """The nested zoo (consensus wrong on ~27 % of the all-agree rows), 35 labels in 5-label
@@ -833,7 +824,7 @@ def test_intervals_doubt_an_all_agree_zero_count_when_every_model_fails_elsewher
     gen = np.random.default_rng([0, rep])
     pred, y = _nested_zoo(gen)
     true = (pred == y).mean(axis=1)
-    camp = _labelled_campaign(pred, y, rep, 35)
+    camp = _labelled_campaign(pred, y, 35, rng=np.random.default_rng([1, rep]))
     r = camp.ranking()
     agree = camp._agree[camp.rows]
     assert agree.sum() >= 6 and np.all(pred[0, camp.rows][agree] == y[camp.rows][agree])
@@ -848,10 +839,7 @@ def test_an_all_agree_zero_count_stands_where_the_models_do_not_fail_together() 
     and the intervals stay narrow (Wilson's zero-count limit there took the half-widths
     0.021 -> 0.176 over the study's zoos)."""
     zoo = regime_zoo("strong-close", 5000, rng=np.random.default_rng([0, 3]))
-    camp = lw.RankingCampaign(zoo.predictions, rng=np.random.default_rng([1, 3]), n_draws=200)
-    while camp.n_labelled < 35:
-        rows = camp.propose(5)
-        camp.record(rows, zoo.labels[rows])
+    camp = _labelled_campaign(zoo.predictions, zoo.labels, 35, rng=np.random.default_rng([1, 3]))
     r = camp.ranking()
     agree = camp._agree[camp.rows]
     assert agree.sum() >= 5 and camp._labelled_correct()[:, agree].all()
@@ -1367,7 +1355,7 @@ def test_intervals_count_the_unexplored_rows_where_a_herd_outvotes_the_others(re
     gen = np.random.default_rng([0, rep])
     pred, y = _near_copies(gen, 8, 0.96, (0.985, 0.95))
     true = (pred == y).mean(axis=1)
-    camp = _labelled_campaign(pred, y, rep, 35)
+    camp = _labelled_campaign(pred, y, 35, rng=np.random.default_rng([1, rep]))
     r = camp.ranking()
     low = camp._unexplored_contested()
     # the stratum holds the herd's shared errors: most of the rows where the vote is wrong
