@@ -621,13 +621,21 @@ class Campaign:
         rec = self._recorded_rows()
         if self.method == "active" or rec.size == 0:
             return rec
-        have = np.bincount(self._strata[self._proposed], minlength=self._sizes.size)
         keep = np.zeros(self.population_size, dtype=bool)
-        for j in np.flatnonzero(have):
+        keep[np.concatenate(self._recorded_prefixes())] = True
+        return rec[keep[rec]]
+
+    def _recorded_prefixes(self) -> list[NDArray[np.int64]]:
+        """Each stratum's recorded prefix of its design order: its rows up to the first one
+        not recorded. Proposals take each stratum's rows in that order, so only its first
+        ``have`` rows (those proposed) can be recorded."""
+        have = np.bincount(self._strata[self._proposed], minlength=self._sizes.size)
+        out = []
+        for j in range(self._sizes.size):
             seq = self._order[self._starts[j] : self._starts[j] + have[j]]
             miss = np.flatnonzero(np.isnan(self._scores[seq]))
-            keep[seq[: miss[0] if miss.size else seq.size]] = True
-        return rec[keep[rec]]
+            out.append(seq[: miss[0] if miss.size else seq.size])
+        return out
 
     def recorded_prefix(self, n: int) -> Campaign:
         """A copy that has recorded only the first ``n`` recorded rows (in proposal order).
@@ -1109,15 +1117,8 @@ class Campaign:
             notes.append(msg)
             if hi_b - lo_b <= 0:
                 lo_b = hi_b - 1.0
-        h = self._sizes.size
         w = self._sizes / self.population_size
-        prefix = []
-        for j in range(h):
-            # the prefix of stratum j's design order that is recorded
-            seq = self._order[self._starts[j] : self._starts[j] + self._sizes[j]]
-            y = self._scores[seq]
-            miss = np.flatnonzero(np.isnan(y))
-            prefix.append((y[: int(miss[0]) if miss.size else y.size] - lo_b) / (hi_b - lo_b))
+        prefix = [(self._scores[rows] - lo_b) / (hi_b - lo_b) for rows in self._recorded_prefixes()]
         key = (alpha, lo_b, hi_b)
         t = np.array([x.size for x in prefix])
         cs = self._cs_cache.get(key)
