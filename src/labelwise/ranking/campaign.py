@@ -606,13 +606,35 @@ class RankingCampaign:
         (:func:`_limited_translation`)."""
         if self.method != "active":
             return self._labelled_estimate()
-        post = self._posterior()
-        cov = post.cov()
-        mean, cov = self._against_the_vote(np.clip(post.mean(), 0.0, 1.0), cov, post.design)
-        gate = _leader_shrinkage_gate(mean, post.design)
-        limit = _translation_gate(mean, post.design, gate, self._s_total / self.n_inputs)
-        moved, pad = _limited_translation(mean, cov, post.design, limit)
+        _pooled, _post_cov, cov, moved, pad, _limit = self._held(self._posterior())
         return moved, _tie_copies(cov + pad, self._reps, self._group)
+
+    def _held(
+        self, post: _Mixture
+    ) -> tuple[
+        NDArray[np.float64],
+        NDArray[np.float64],
+        NDArray[np.float64],
+        NDArray[np.float64],
+        NDArray[np.float64],
+        float,
+    ]:
+        """The posterior's mean moved as :meth:`estimate` and :meth:`ranking` report it.
+
+        First toward the design estimate where 3-4 models' labels go against the vote
+        (:meth:`_against_the_vote`, which also raises the covariance), then held within the
+        translation limit of it (:func:`_leader_shrinkage_gate`, :func:`_translation_gate`,
+        :func:`_limited_translation`). Returns the pooled mean (clipped to [0, 1]), the
+        posterior's covariance, the raised covariance, the moved mean, the limited
+        translation's added covariance and its limit.
+        """
+        pooled = np.clip(post.mean(), 0.0, 1.0)
+        post_cov = post.cov()
+        target, cov = self._against_the_vote(pooled, post_cov, post.design)
+        gate = _leader_shrinkage_gate(target, post.design)
+        limit = _translation_gate(target, post.design, gate, self._s_total / self.n_inputs)
+        mean, pad = _limited_translation(target, cov, post.design, limit)
+        return pooled, post_cov, cov, mean, pad, limit
 
     def ranking(self, *, confidence: float = 0.95, rank_level: float = 0.9) -> Ranking:
         """The models ranked, with intervals, ``prob_best``, ``prob_beats`` and rank sets."""
@@ -620,18 +642,13 @@ class RankingCampaign:
         level = check_probability(rank_level, "rank_level")
         if self.method == "active":
             post = self._posterior()
-            # an accuracy: the shrinkage can carry a model right on every label past 1
-            pooled = np.clip(post.mean(), 0.0, 1.0)
             # (3-4 distinct models, or a binary zoo of 5-6 under the same prior: no guard,
             # their prior already keeps the spread; tau0)
             few = 2 <= self._reps.size - 1 <= _FEW_CONTRASTS or self._binary_few()
             guard = 0.0 if few else self._prob_guard
-            # 3-4 models whose labels rank them against the vote: toward the design estimate
-            post_cov = post.cov()
-            target, cov = self._against_the_vote(pooled, post_cov, post.design)
-            gate = _leader_shrinkage_gate(target, post.design)
-            limit = _translation_gate(target, post.design, gate, self._s_total / self.n_inputs)
-            mean, pad = _limited_translation(target, cov, post.design, limit)
+            # pooled: an accuracy (the shrinkage can carry a model right on every label past
+            # 1); mean: toward the design estimate against the vote, then held (_held)
+            pooled, post_cov, cov, mean, pad, limit = self._held(post)
             pad = pad + (cov - post_cov)
             cov = _tie_copies(post_cov + pad, self._reps, self._group)
             # where a rising trend in the vote share explains the pull (limit 0, gate > 0), the
@@ -910,22 +927,26 @@ class RankingCampaign:
         reps = self._reps
         if design is None or not 2 <= reps.size - 1 <= _FEW_CONTRASTS:
             return pooled, cov
-        correct = self._labelled_correct()
-        # the vote is right on a row where a model that agrees with it is right
-        vote_right = (self._hard[:, self.rows].astype(bool) & correct).any(axis=0)
         w = np.asarray(self._weights)
         d_mean, d_cov = design
         share = _vote_reversal_share(
             d_mean[reps] - pooled[reps],
             d_cov[np.ix_(reps, reps)],
             self._s_total[reps] / self.n_inputs,
-            vote_right.astype(np.float64) - correct[int(np.argmax(d_mean))],
+            self._vote_minus(self._labelled_correct(), int(np.argmax(d_mean))),
             w / w.sum(),
         )
         if share <= 0:
             return pooled, cov
         moved = np.clip(pooled + share * (d_mean - pooled), 0.0, 1.0)
         return moved, cov + share * (_psd_max(cov, d_cov) - cov)
+
+    def _vote_minus(self, correct: NDArray[np.bool_], k: int) -> NDArray[np.float64]:
+        """Per labelled row, 1[the vote is right] - 1[model ``k`` is right]; ``correct`` is
+        :meth:`_labelled_correct`. The vote is right on a row where a model that agrees with
+        it is right."""
+        vote_right = (self._hard[:, self.rows].astype(bool) & correct).any(axis=0)
+        return vote_right.astype(np.float64) - correct[k]
 
     def _credible_dissent(self) -> NDArray[np.bool_]:
         """Disagreement rows where a model whose labelled dissents from the vote were right
@@ -1021,9 +1042,8 @@ class RankingCampaign:
                 contrast_floor=contrast,
             )
             if self._binary_few():
-                vote_right = (self._hard[:, r].astype(bool) & correct).any(axis=0)
                 best = int(np.argmax(shift + f * delta_hat))
-                t = _weighted_t(vote_right.astype(np.float64) - correct[best], w)
+                t = _weighted_t(self._vote_minus(correct, best), w)
                 mix = self._vote_prior_average(
                     mix,
                     sig_r,
