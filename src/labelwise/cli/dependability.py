@@ -135,17 +135,29 @@ def cmd_dependability(args: argparse.Namespace) -> int:
     # a classifier's probabilities (one output per row: a binary logit); this command has no
     # --head for capture's note on one-output models to name
     cap = capture(model, inputs, layer=args.layer, head="softmax")
-    rep = dependability_report(
-        labels=labels,
-        probabilities=cap.outputs,
-        activations=cap.activations,
-        scenarios=None if args.scenarios is None else str(args.scenarios),
-        spec=None if args.spec is None else str(args.spec),
-        scenario_k=args.k,
-        neuron_k=args.neuron_k,
-        threshold=args.threshold,
-        severity=args.severity,
-    )
+    try:
+        rep = dependability_report(
+            labels=labels,
+            probabilities=cap.outputs,
+            activations=cap.activations,
+            scenarios=None if args.scenarios is None else str(args.scenarios),
+            spec=None if args.spec is None else str(args.spec),
+            scenario_k=args.k,
+            neuron_k=args.neuron_k,
+            threshold=args.threshold,
+            severity=args.severity,
+            # the severity matrix's class names are matched to --classes by name: without
+            # them its rows were taken in file order, whatever the classes were called
+            classes=classes,
+        )
+    except LabelwiseError as exc:
+        if classes is None or args.severity is None or "same classes as severity" not in str(exc):
+            raise
+        raise LabelwiseError(
+            f"--severity {args.severity} and --classes {args.classes} name different "
+            f'classes ({exc}); give a severity matrix whose "classes" are the names in '
+            f"{args.classes}"
+        ) from None
     args.out.mkdir(parents=True, exist_ok=True)
     written = []
     if plot_activation_pattern(rep.results["activation_pattern"], args.out / "patterns.png"):

@@ -8,6 +8,7 @@ perturbations, occlusion-based interpretation) when they are asked for.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -121,11 +122,16 @@ def dependability_report(
     neuron_k: int = 2,
     threshold: float = 0.0,
     severity: Any = None,
+    classes: Sequence[str] | None = None,
     confidence: float = 0.95,
 ) -> DependabilityReport:
     """Accuracy, neuron k-activation coverage, activation patterns per class, and (when a
     scenario table is given) scenario coverage, accuracy per scenario and the next scenarios
-    to collect, and (when a severity matrix is given) weighted confusion."""
+    to collect, and (when a severity matrix is given) weighted confusion.
+
+    ``classes`` names the label indices 0..C-1 (the model's outputs); a severity matrix that
+    names its classes is then matched to them by name (reordered, or refused when the names
+    differ), as :func:`~labelwise.dependability.confusion.weighted_confusion` does."""
     probs = check_finite_array(probabilities, "probabilities", ndim=2)
     raw = np.asarray(check_finite_array(labels, "labels", ndim=1))
     if raw.dtype.kind == "f" and not np.all(raw == np.round(raw)):
@@ -200,7 +206,7 @@ def dependability_report(
         rep.results["scenario_performance"] = perf
 
     if severity is not None:
-        wc = weighted_confusion(y, pred, severity)
+        wc = weighted_confusion(y, pred, severity, classes=classes)
         rep.add(
             "weighted error (normalised)",
             wc.normalised_weighted_error,

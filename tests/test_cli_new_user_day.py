@@ -1,0 +1,60 @@
+"""A new user's day with labelwise (user27): each test is one run that gave a wrong result
+silently, an unhelpful message or a command that cannot be pasted, end to end through the
+CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from synthetic import run_cli
+
+
+def _identity_classifier(tmp_path: Path, predictions: list[int]) -> tuple[Path, Path]:
+    """A pickled 3-class torch model whose prediction for row i is ``predictions[i]`` (its
+    input is that class's one-hot row), and the inputs file."""
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 3))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.eye(4, 3))
+        model[0].bias.zero_()
+        model[2].weight.copy_(torch.eye(3, 4))
+        model[2].bias.zero_()
+    torch.save(model, str(tmp_path / "m.pt"))
+    np.save(tmp_path / "x.npy", np.eye(3, dtype=np.float32)[predictions] * 5)
+    return tmp_path / "m.pt", tmp_path / "x.npy"
+
+
+def test_dependability_matches_the_severity_classes_to_classes_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'dependability --classes classes.txt --severity sev.json' took the severity matrix's
+    rows in file order whatever its "classes" said: with classes cat, dog, bird and a matrix
+    naming dog, bird, cat, a dog taken for a cat cost W[bird][dog] = 2 instead of
+    W[dog][cat] = 9 (normalised weighted error 1/9 instead of 2/9), and the paper's table
+    (pedestrian, vehicle, background) was applied to cat, dog, bird without a word."""
+    model, inputs = _identity_classifier(tmp_path, [0, 2, 0, 1, 2])
+    np.save(tmp_path / "y.npy", np.array([1, 1, 0, 1, 2]))  # two dogs: taken for cat, bird
+    (tmp_path / "classes.txt").write_text("cat\ndog\nbird\n")
+    sev = {"classes": ["dog", "bird", "cat"], "severity": [[0, 1, 9], [2, 0, 3], [4, 7, 0]]}
+    (tmp_path / "sev.json").write_text(json.dumps(sev))
+    argv = ["dependability", "--model", model, "--inputs", inputs, "--labels",
+            tmp_path / "y.npy", "--classes", tmp_path / "classes.txt"]  # fmt: skip
+    code, _, err = run_cli([*argv, "--severity", tmp_path / "sev.json", "--out",
+                            tmp_path / "d"], capsys)  # fmt: skip
+    assert code == 0, err
+    wc = json.loads((tmp_path / "d" / "dependability.json").read_text())["details"][
+        "weighted_confusion"
+    ]
+    # dog -> cat costs 9, dog -> bird 1: (9 + 1) / 5 inputs, over the largest weight 9
+    assert wc["weighted_error"] == pytest.approx(10 / 5)
+    assert wc["normalised_weighted_error"] == pytest.approx(10 / 5 / 9)
+    assert wc["classes"] == ["cat", "dog", "bird"]
+    code, _, err = run_cli([*argv, "--severity", "paper-table1", "--out", tmp_path / "e"],
+                           capsys)  # fmt: skip
+    assert code == 2
+    assert "--severity paper-table1 and --classes" in err and "pedestrian" in err
+    assert not (tmp_path / "e").exists()
