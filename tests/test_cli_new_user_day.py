@@ -58,3 +58,36 @@ def test_dependability_matches_the_severity_classes_to_classes_by_name(
     assert code == 2
     assert "--severity paper-table1 and --classes" in err and "pedestrian" in err
     assert not (tmp_path / "e").exists()
+
+
+def test_quality_test_labels_of_some_rows_say_which_rows_lack_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'quality --test-labels labels.csv' with the 20 rows of a selection, for a test set of
+    120 inputs, said '--test-labels must label every row 0..19 exactly once': the 0..19 came
+    from the file's own line count, not from the 120 inputs. It now counts the inputs and
+    names rows without a label and rows beyond the last input."""
+    from synthetic import classifier_pile
+
+    y, acts, probs = classifier_pile(np.random.default_rng(0), 120, 4, 8)
+    np.save(tmp_path / "a.npy", acts.astype(np.float32))
+    np.save(tmp_path / "p.npy", probs.astype(np.float32))
+    np.save(tmp_path / "y.npy", y)
+    rows = [5, 17, 40, 90, 119]
+    (tmp_path / "some.csv").write_text("row,label\n" + "".join(f"{r},{y[r]}\n" for r in rows))
+    (tmp_path / "more.csv").write_text(
+        "row,label\n" + "".join(f"{r},{y[r % 120]}\n" for r in range(122))
+    )
+    argv = ["quality", "--train-features", tmp_path / "a.npy", "--train-labels",
+            tmp_path / "y.npy", "--test-features", tmp_path / "a.npy", "--test-probs",
+            tmp_path / "p.npy", "--out", tmp_path / "q"]  # fmt: skip
+    code, _, err = run_cli([*argv, "--test-labels", tmp_path / "some.csv"], capsys)
+    assert code == 2
+    assert "some.csv labels 5 rows; it must label every one of the 120 inputs once" in err
+    assert "115 rows have no label (e.g. rows 0, 1, 2, 3, 4, 6, 7, 8, 9, 10, ...)" in err
+    assert "0..4" not in err
+    code, _, err = run_cli([*argv, "--test-labels", tmp_path / "more.csv"], capsys)
+    assert code == 2 and "rows 120, 121 are beyond the last input (row 119)" in err
+    assert not (tmp_path / "q").exists()
+    code, _, err = run_cli([*argv, "--test-labels", tmp_path / "y.npy"], capsys)
+    assert code == 0, err

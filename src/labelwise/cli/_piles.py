@@ -153,10 +153,37 @@ def read_all_labels(
         raise LabelwiseError(f"{flag}: needs a 'label' column, got '{kind}'")
     n = rows.size if n_rows is None else n_rows
     if rows.size != n or set(rows.tolist()) != set(range(n)):
-        raise LabelwiseError(f"{flag} must label every row 0..{n - 1} exactly once")
+        raise LabelwiseError(_not_every_row(path, flag, rows, n_rows))
     out = np.empty(n, dtype=np.int64)
     out[rows] = values
     return out
+
+
+def _not_every_row(path: Path, flag: str, rows: np.ndarray, n_rows: int | None) -> str:
+    """What is wrong with a label file that should label each of ``n_rows`` inputs once
+    (rows 0..n-1; None: as many as it has lines): the rows it misses and those beyond."""
+    n = rows.size if n_rows is None else n_rows
+    have = set(rows.tolist())
+    missing = [r for r in range(n) if r not in have]
+    beyond = sorted(r for r in have if not 0 <= r < n)
+    whole = "every input" if n_rows is None else f"every one of the {n_rows} inputs"
+    parts = [f"{flag}: {path} labels {rows.size} rows; it must label {whole} once"]
+    if missing:
+        more = ", ..." if len(missing) > 10 else ""
+        parts.append(
+            f"{len(missing)} rows have no label (e.g. rows {', '.join(map(str, missing[:10]))}"
+            f"{more})"
+        )
+    if beyond:
+        more = ", ..." if len(beyond) > 10 else ""
+        parts.append(
+            f"rows {', '.join(map(str, beyond[:10]))}{more} are beyond the last input (row {n - 1})"
+        )
+    hint = (
+        "a .npy with one class per input, or a CSV row,label with a line for each input "
+        "(rows 0..N-1)"
+    )
+    return "; ".join(parts) + f": give {hint}"
 
 
 def read_classes(path: Path) -> list[str]:

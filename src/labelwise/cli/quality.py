@@ -63,18 +63,21 @@ def cmd_quality(args: argparse.Namespace) -> int:
     from ..quality.report import plot_quality, quality_report
 
     classes = None if args.classes is None else read_classes(args.classes)
-    train_y = read_all_labels(args.train_labels, "--train-labels", classes=classes)
-    test_y = read_all_labels(args.test_labels, "--test-labels", classes=classes)
     if args.model is not None:
         from ..adapters.torch import capture, load_model
 
         if args.train_inputs is None or args.test_inputs is None:
             raise LabelwiseError("--model needs --train-inputs and --test-inputs")
+        train_x = load_array(args.train_inputs, "--train-inputs")
+        test_x = load_array(args.test_inputs, "--test-inputs")
+        # the labels are checked against the inputs' rows before the model runs
+        train_y = read_all_labels(args.train_labels, "--train-labels", _rows(train_x), classes)
+        test_y = read_all_labels(args.test_labels, "--test-labels", _rows(test_x), classes)
         model = load_model(args.model)
         # a classifier's probabilities (one output per row: a binary logit); this command
         # has no --head for capture's note on one-output models to name
-        train = capture(model, load_array(args.train_inputs, "--train-inputs"), head="softmax")
-        test = capture(model, load_array(args.test_inputs, "--test-inputs"), head="softmax")
+        train = capture(model, train_x, head="softmax")
+        test = capture(model, test_x, head="softmax")
         train_f, test_f, test_p = train.activations, test.activations, test.outputs
     else:
         missing = [
@@ -91,6 +94,8 @@ def cmd_quality(args: argparse.Namespace) -> int:
         train_f = load_array(args.train_features, "--train-features", mmap=False)
         test_f = load_array(args.test_features, "--test-features", mmap=False)
         test_p = load_array(args.test_probs, "--test-probs", mmap=False)
+        train_y = read_all_labels(args.train_labels, "--train-labels", _rows(train_f), classes)
+        test_y = read_all_labels(args.test_labels, "--test-labels", _rows(test_f), classes)
     rep = quality_report(
         train_f, train_y, test_f, test_y, test_p, radius=args.radius, lo=args.lo, hi=args.hi
     )
@@ -104,3 +109,10 @@ def cmd_quality(args: argparse.Namespace) -> int:
     if stale:
         print(earlier_plots_note(stale))
     return 0
+
+
+def _rows(array: Any) -> int | None:
+    """The number of rows of an input or feature array (None for a 0-d one, which the
+    report refuses with its own message)."""
+    shape = getattr(array, "shape", ())
+    return int(shape[0]) if len(shape) else None
