@@ -91,3 +91,34 @@ def test_quality_test_labels_of_some_rows_say_which_rows_lack_one(
     assert not (tmp_path / "q").exists()
     code, _, err = run_cli([*argv, "--test-labels", tmp_path / "y.npy"], capsys)
     assert code == 0, err
+
+
+def test_suggested_commands_for_a_directory_with_a_space_can_be_pasted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'labelwise campaign "my camp" ...' printed 'next: labelwise next my camp --batch 20',
+    and a second run 'to label more of it: labelwise next my camp --batch N': pasted, the
+    shell splits the path in two ('labelwise: error: unrecognized arguments: camp'). The
+    suggested commands now quote such paths, and pasting them runs."""
+    import shlex
+
+    from synthetic import classifier_pile
+
+    _, acts, probs = classifier_pile(np.random.default_rng(0), 120, 4, 8)
+    np.save(tmp_path / "a.npy", acts.astype(np.float32))
+    np.save(tmp_path / "p.npy", probs.astype(np.float32))
+    camp = tmp_path / "my camp ü"
+    argv = ["campaign", camp, "--activations", tmp_path / "a.npy", "--probs",
+            tmp_path / "p.npy", "--seed", "0"]  # fmt: skip
+    code, out, err = run_cli(argv, capsys)
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if "next:" in x)
+    words = shlex.split(line.split("next:", 1)[1])
+    assert words[:3] == ["labelwise", "next", str(camp)]
+    code, out, err = run_cli(words[1:], capsys)
+    assert code == 0, err
+    assert "20 new rows to label" in out
+    code, _, err = run_cli(argv, capsys)  # the same command twice
+    assert code == 2
+    again = shlex.split(err.split("to label more of it:", 1)[1].split(";")[0])
+    assert again == ["labelwise", "next", str(camp), "--batch", "N"]

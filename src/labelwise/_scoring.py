@@ -19,7 +19,7 @@ from ._results import Selection
 from ._validation import check_classes_in_range, check_probabilities
 from .estimation import correctness, regression_scores
 from .exceptions import LabelwiseError
-from .io import load_array
+from .io import load_array, shell_arg
 from .workspace import Workspace
 
 __all__ = ["selection_predictions", "selection_scores"]
@@ -35,8 +35,8 @@ def selection_predictions(
             cap = ws.capture_dir()
             outputs = None if cap is None else cap / "outputs.npy"
             hint = (
-                f": give --predictions {outputs} (the model's outputs 'labelwise capture' "
-                "wrote beside the activations)"
+                f": give --predictions {shell_arg(outputs)} (the model's outputs "
+                "'labelwise capture' wrote beside the activations)"
                 if outputs is not None and outputs.is_file()
                 else ""
             )

@@ -15,7 +15,7 @@ from ._validation import check_int, check_out_dir
 from .estimation import estimate
 from .exceptions import DegenerateDataWarning, LabelwiseError
 from .experiments.study import CampaignSpec, MethodSpec, Population, run_study
-from .io import save_array, write_csv, write_json
+from .io import save_array, shell_arg, write_csv, write_json
 from .workspace import Workspace
 
 #: The demo's methods: registry entries (labelwise.registry) with their parameters.
@@ -128,11 +128,15 @@ def run_demo(
         f"\nwrote {out}/: demo.json{', ' + plot if plot else ''}, answer_key.csv (every true "
         "label: only a demo has one) and per method a selection with the labels of its rows"
     )
+
+    def q(*parts: str | Path) -> str:  # a path under --out, as one shell word
+        return shell_arg(Path(*parts))
+
     print(
-        f"try: labelwise estimate {out}/ces --labels {out}/ces/labels.csv\n"
-        f"     labelwise select --extend {out}/ces --budget 20\n"
-        f"     labelwise campaign {out}/camp --activations {out}/activations.npy "
-        f"--probs {out}/probabilities.npy"
+        f"try: labelwise estimate {q(out, 'ces')} --labels {q(out, 'ces', 'labels.csv')}\n"
+        f"     labelwise select --extend {q(out, 'ces')} --budget 20\n"
+        f"     labelwise campaign {q(out, 'camp')} --activations {q(out, 'activations.npy')} "
+        f"--probs {q(out, 'probabilities.npy')}"
     )
     return 0
 

@@ -12,6 +12,7 @@ import hashlib
 import itertools
 import json
 import os
+import shlex
 import tempfile
 import unicodedata
 from collections.abc import Callable, Collection, Sequence
@@ -34,6 +35,7 @@ __all__ = [
     "read_json",
     "read_labels_csv",
     "save_array",
+    "shell_arg",
     "write_csv",
     "write_files",
     "write_json",
@@ -231,6 +233,13 @@ def write_csv(path: str | os.PathLike[str], header: list[str], rows: list[list[A
         w.writerows(rows)
 
     atomic_write(path, _write)
+
+
+def shell_arg(path: str | os.PathLike[str]) -> str:
+    """``path`` as one shell word, to paste into the commands the messages suggest: quoted
+    when it holds a space or another character the shell would split or expand on
+    (``labelwise next 'my camp'``), as it is otherwise."""
+    return shlex.quote(str(path))
 
 
 def is_zarr_store(path: str | os.PathLike[str]) -> bool:

@@ -18,6 +18,7 @@ written once.
 from __future__ import annotations
 
 import inspect
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -171,7 +172,7 @@ def rank_instead(method: str, directory: Any, labels: Any) -> str:
     the ``labelwise rank`` command that uses its labels."""
     return (
         f"a {method} selection ranks models and has no accuracy estimate; run 'labelwise rank "
-        f"{directory} --labels {labels}'"
+        f"{shlex.quote(str(directory))} --labels {shlex.quote(str(labels))}'"
     )
 
 

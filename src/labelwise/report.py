@@ -38,7 +38,7 @@ from ._scoring import selection_predictions, selection_scores
 from .estimation import estimate as estimate_selection
 from .estimation import wilson_interval
 from .exceptions import LabelwiseError
-from .io import file_digest, read_json
+from .io import file_digest, read_json, shell_arg
 from .workspace import LABELS, RANKING, Workspace, check_directory, load_campaign
 
 __all__ = ["ReportData", "build_report", "report_data"]
@@ -121,8 +121,8 @@ def _campaign_data(d: Path, conf: float) -> ReportData:
     if camp.n_recorded == 0:
         raise LabelwiseError(
             f"DIR {d}: the campaign has no labels recorded yet, so there is nothing to report; "
-            f"label the rows of {ws.to_label} and run 'labelwise estimate {d} --labels "
-            "labels.csv' (or 'labelwise import' a Label Studio export) first"
+            f"label the rows of {ws.to_label} and run 'labelwise estimate {shell_arg(d)} "
+            "--labels labels.csv' (or 'labelwise import' a Label Studio export) first"
         )
     est = camp.estimate(confidence=conf)
     anytime = None if camp.method == "active" else camp.estimate(anytime=True, confidence=conf)
@@ -241,8 +241,8 @@ def _selection_data(
         )
         if est is None:
             raise LabelwiseError(
-                f"DIR {d}: {stale}; run 'labelwise rank {d} --labels {path}' again, then the "
-                "report shows its ranking"
+                f"DIR {d}: {stale}; run 'labelwise rank {shell_arg(d)} --labels "
+                f"{shell_arg(path)}' again, then the report shows its ranking"
             )
         notes.append(f"{stale}, so it is not shown; run 'labelwise rank' again to show it")
         ranking = None

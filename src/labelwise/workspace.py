@@ -62,6 +62,7 @@ from .io import (
     load_array,
     read_json,
     read_labels_csv,
+    shell_arg,
     write_csv,
     write_json,
     write_labels_csv,
@@ -133,9 +134,9 @@ class Workspace:
             )
         if held == kind and not force:
             more = (
-                f"labelwise select --extend {ws.path} --budget N"
+                f"labelwise select --extend {shell_arg(ws.path)} --budget N"
                 if kind == "selection"
-                else f"labelwise next {ws.path} --batch N"
+                else f"labelwise next {shell_arg(ws.path)} --batch N"
             )
             raise LabelwiseError(
                 f"{what} {ws.path} already holds a {kind}; to label more of it: {more}; to "
@@ -205,7 +206,7 @@ class Workspace:
             if ws.holds() == "campaign":
                 raise LabelwiseError(
                     f"{what} {ws.path} holds a campaign, not a selection; a campaign proposes "
-                    f"rows with 'labelwise next {ws.path}'"
+                    f"rows with 'labelwise next {shell_arg(ws.path)}'"
                 )
             raise LabelwiseError(
                 f"{what} {ws.path} holds no selection ({SELECTION} is not there); give the "

@@ -30,7 +30,7 @@ from ..campaign import Campaign
 from ..campaign.campaign import METHODS
 from ..estimation import correctness, regression_scores
 from ..exceptions import LabelwiseError
-from ..io import file_digest, load_array
+from ..io import file_digest, load_array, shell_arg
 from ..workspace import CAMPAIGN, CAMPAIGN_ARRAYS, CAPTURE_RAW, Workspace, load_campaign
 from ._common import check_probs_beside, default_probs, fresh_seed
 from ._piles import CLASSES_HELP, checked_classes, store_classes
@@ -213,7 +213,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         )
     )
     print(f"  wrote {ws.path / STATE_FILE}")
-    print(f"  next: labelwise next {ws.path} --batch 20")
+    print(f"  next: labelwise next {shell_arg(ws.path)} --batch 20")
     return 0
 
 
@@ -522,7 +522,7 @@ def format_campaign_estimate(est: Estimate, doc: dict[str, Any], st: CampaignSta
         else:
             verdict = (
                 f"CONTINUE: the half-width {half} is above {until}; label more "
-                f"(labelwise next {st.ws.path})"
+                f"(labelwise next {shell_arg(st.ws.path)})"
             )
         lines += [
             "",

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 from .._json import dumps
 from ..exceptions import LabelwiseError
-from ..io import file_digest, write_files
+from ..io import file_digest, shell_arg, write_files
 from ..labelstudio import label_studio_tasks
 from ..workspace import Workspace, check_directory, check_output_file
 
@@ -108,14 +108,14 @@ def check_classification(ws: Workspace, held: str, directory: Path) -> None:
         raise LabelwiseError(
             f"DIR {directory} holds a regression campaign; Label Studio tasks from labelwise "
             "ask for a class (Choices), so label its rows in a CSV (row,target) instead and "
-            f"give it to 'labelwise estimate {directory} --labels FILE'"
+            f"give it to 'labelwise estimate {shell_arg(directory)} --labels FILE'"
         )
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     held, rows = rows_to_label(args.dir)
     if rows.size == 0:
-        hint = f"labelwise next {args.dir}" if held == "campaign" else "labelwise select"
+        hint = f"labelwise next {shell_arg(args.dir)}" if held == "campaign" else "labelwise select"
         raise LabelwiseError(f"DIR {args.dir} has no rows waiting for labels; run '{hint}'")
     ws = open_workspace(args.dir, held)
     check_classification(ws, held, args.dir)
@@ -186,7 +186,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             "since an export wrote them: neither replaced, no config written; move one away "
             "for the config of now)"
         )
-    print(f"  then:   labelwise import {args.dir} EXPORT.json  (Label Studio's JSON export)")
+    then = f"labelwise import {shell_arg(args.dir)} EXPORT.json"
+    print(f"  then:   {then}  (Label Studio's JSON export)")
     return 0
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import registry
 from ..exceptions import LabelwiseError
-from ..io import file_digest, id_key
+from ..io import file_digest, id_key, shell_arg
 from ..labelstudio import LabelStudioAnswers, class_names, read_label_studio_export
 from ..workspace import LABELS, Workspace
 from ._common import DefaultsHelpFormatter
@@ -144,7 +144,7 @@ def check_ids(ws: Workspace, ans: LabelStudioAnswers, export: Path) -> None:
             f"EXPORT {export}: {_n(len(wrong), 'task')} of {ans.n_tasks} carry a labelwise_id "
             f"other than their row's (e.g. row {r}: {got_id!r} in the export, {want!r} here): "
             f"it was exported from another pile, selection or capture; export this directory "
-            f"again ('labelwise export {ws.path}'); nothing written"
+            f"again ('labelwise export {shell_arg(ws.path)}'); nothing written"
         )
 
 
@@ -179,7 +179,7 @@ def _import(
         print("\n".join(lines), file=sys.stderr)
         raise LabelwiseError(
             f"no usable labels in {args.export} (see above); nothing written. Is it Label "
-            f"Studio's export of the tasks 'labelwise export {args.dir}' wrote?"
+            f"Studio's export of the tasks 'labelwise export {shell_arg(args.dir)}' wrote?"
         )
     path = args.dir / LABELS
     merged = _merge(ws, path, usable, recorded, len(names))
@@ -206,9 +206,9 @@ def _import(
     else:
         method = Workspace.open(args.dir)[1].method
         then = (
-            f"labelwise rank {args.dir} --labels {path}"
+            f"labelwise rank {shell_arg(args.dir)} --labels {shell_arg(path)}"
             if registry.get(method).purpose == "ranking"
-            else f"labelwise estimate {args.dir} --labels {path}"
+            else f"labelwise estimate {shell_arg(args.dir)} --labels {shell_arg(path)}"
         )
         print(f"  every selected row is labelled: {then}")
     return 0
