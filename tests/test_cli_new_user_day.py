@@ -122,3 +122,30 @@ def test_suggested_commands_for_a_directory_with_a_space_can_be_pasted(
     assert code == 2
     again = shlex.split(err.split("to label more of it:", 1)[1].split(";")[0])
     assert again == ["labelwise", "next", str(camp), "--batch", "N"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["estimate", "--help"], ["id,label (class numbers or names)", "'id' (its id there"]),
+        (["rank", "--help"], ["row,label or id,label"]),
+        (["report", "--help"], ["id,label"]),
+        (["--help"], ["id,label"]),
+        (["demo", "--help"], ["CES-Eq8", "Campaign"]),
+        (["study", "operational", "--help"], ["coverage", "Campaign"]),
+    ],
+)
+def test_help_says_what_the_commands_take_and_do(
+    argv: list[str], says: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The help said labels come as 'CSV: row,label | row,target | row,score' (estimate,
+    report) or 'CSV: row,label' (rank), with a 'class index': an id,label file of image
+    paths and class names, as the README shows, is read by all three. 'demo --help' said
+    it runs SRS, CSS and CES (it also runs CES-Eq8 and a Campaign); 'study operational
+    --help' that it prints E only (it also prints coverage and w)."""
+    with pytest.raises(SystemExit) as stop:
+        run_cli(argv, capsys)
+    assert stop.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    for s in says:
+        assert s in text

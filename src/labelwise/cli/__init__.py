@@ -44,7 +44,8 @@ typical session:
   labelwise capture --model model.pt --inputs pile.npy --out cap
   labelwise select --method ces --budget 100 --activations cap/activations.npy \\
                    --probs cap/probabilities.npy --out sel
-  # label the rows listed in sel/to_label.csv, save them as labels.csv (row,label)
+  # label the rows listed in sel/to_label.csv, save them as labels.csv (row,label or
+  # id,label; class numbers or names), or: labelwise label sel
   labelwise estimate sel --labels labels.csv
   labelwise select --extend sel --budget 50      # 50 more labels, same method
 

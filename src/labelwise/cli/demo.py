@@ -16,9 +16,13 @@ def add_parser(sub: Any) -> None:
         help="end-to-end demo on scikit-learn's digits with a shifted operational pile",
         description=(
             "Trains a small CNN on half of scikit-learn's digits, builds an operational pile "
-            "from the other half with a shift, then runs SRS, CSS and CES at one budget and "
-            "prints each estimate, its interval and the true accuracy, followed by a repeated "
-            f"comparison of their spread. Needs: {install_hint('torch', extra='torch')}."
+            "from the other half with a shift, then runs SRS, CSS, CES, CES with the paper's "
+            "Eq. 8 objective (CES-Eq8) and a sequential Campaign at one budget and prints each "
+            "estimate, its interval and the true accuracy, followed by a repeated comparison "
+            "of their spread (E vs SRS, coverage, interval width w). Writes --out: the pile's "
+            "arrays, a selection directory per sampler (srs, css, ces, ces-eq8) with the "
+            "labels of its rows, demo.json and spread.png, to try the other commands on. Needs: "
+            f"{install_hint('torch', extra='torch')}."
         ),
         formatter_class=DefaultsHelpFormatter,
     )

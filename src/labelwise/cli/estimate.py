@@ -27,11 +27,13 @@ def add_parser(sub: Any) -> None:
         help="estimate accuracy (or 1-MSE) from the labels of a selection or campaign",
         description=(
             "Estimate the model's accuracy on the whole pile from the labelled rows of a "
-            "selection. LABELS is a CSV with a 'row' column and one of 'label' (class index; "
-            "accuracy), 'target' (regression target; 1-MSE, with MSE and RMSE) or 'score' "
-            "(per-row score H). Prints a table and writes DIR/estimate.json. When DIR holds a "
-            "campaign ('labelwise campaign'), LABELS may hold any part of the proposed rows: "
-            "they are recorded (a row labelled again must keep its label), and the estimate "
+            "selection. LABELS is a CSV naming each row by 'row' (the pile row, as in "
+            "to_label.csv) or 'id' (its id there: an image's path, a table's id) and giving one "
+            "of 'label' (the true class: a number, or a name once the classes are known, "
+            "--classes; accuracy), 'target' (regression target; 1-MSE, with MSE and RMSE) or "
+            "'score' (per-row score H). Prints a table and writes DIR/estimate.json. When DIR "
+            "holds a campaign ('labelwise campaign'), LABELS may hold any part of the proposed "
+            "rows: they are recorded (a row labelled again must keep its label), and the estimate "
             "comes with its effective sample size; --until-halfwidth then says whether to stop."
         ),
         formatter_class=DefaultsHelpFormatter,
@@ -43,7 +45,10 @@ def add_parser(sub: Any) -> None:
         "('labelwise campaign')",
     )
     e.add_argument(
-        "--labels", type=Path, required=True, help="CSV: row,label | row,target | row,score"
+        "--labels",
+        type=Path,
+        required=True,
+        help="CSV: row,label | id,label (class numbers or names) | row,target | row,score",
     )
     e.add_argument(
         "--predictions",

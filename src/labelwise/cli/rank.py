@@ -38,7 +38,12 @@ def add_parser(sub: Any) -> None:
         formatter_class=DefaultsHelpFormatter,
     )
     rk.add_argument("dir", type=Path, help="selection directory written by 'labelwise select'")
-    rk.add_argument("--labels", type=Path, required=True, help="CSV: row,label")
+    rk.add_argument(
+        "--labels",
+        type=Path,
+        required=True,
+        help="CSV: row,label or id,label (class numbers, or names with --classes)",
+    )
     rk.add_argument(
         "--predictions",
         type=Path,

@@ -31,7 +31,8 @@ def add_parser(sub: Any) -> None:
     r.add_argument(
         "--labels",
         type=Path,
-        help="selections: CSV row,label | row,target | row,score (default: DIR/labels.csv)",
+        help="selections: CSV row,label | id,label | row,target | row,score, as for "
+        "'labelwise estimate' (default: DIR/labels.csv)",
     )
     r.add_argument(
         "--predictions",

@@ -41,10 +41,11 @@ def add_parser(sub: Any) -> None:
             "Reproduces the evaluation of Li et al. 2019 (Sec. 4.2, Tables 1 and 3): trains "
             "models on MNIST-1D (clean and three label-swap mutants), digits (clean, patch, "
             "light, resolution) and a regression MLP (clean, patch, light), runs every method "
-            "at sample sizes 35..180 with repeated draws, and prints the relative efficiency "
-            "E = MSE(method) / MSE(SRS). Writes table.csv, table.json, small_piles.csv and "
-            "PNG plots of the estimator's spread against sample size. Needs: "
-            f"{hint}."
+            "(SRS, CSS, CES, CES-Eq8, CES-common, Campaign) at sample sizes 35..180 with "
+            "repeated draws, and prints the relative efficiency E = MSE(method) / MSE(SRS), then "
+            "each method's 95% interval coverage and width w relative to SRS's. Writes "
+            "table.csv, table.json, small_piles.csv and PNG plots of the estimator's spread "
+            f"against sample size. Needs: {hint}."
         ),
         formatter_class=DefaultsHelpFormatter,
     )
