@@ -149,3 +149,30 @@ def test_help_says_what_the_commands_take_and_do(
     text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
     for s in says:
         assert s in text
+
+
+def test_a_class_name_in_another_case_is_suggested(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Labels typed as 'DOG' for the class 'dog' said "'DOG' is not a class name; known
+    names: 'cat', 'dog', 'bird', 'fish'" (difflib compares case), where a misspelling
+    ('fuor') gets "did you mean"; both now get the name meant."""
+    from synthetic import classifier_pile
+
+    _, _, probs = classifier_pile(np.random.default_rng(0), 120, 4, 8)
+    np.save(tmp_path / "p.npy", probs.astype(np.float32))
+    (tmp_path / "classes.txt").write_text("cat\ndog\nbird\nfish\n")
+    sel = tmp_path / "sel"
+    code, _, err = run_cli(
+        ["select", "--method", "srs", "--budget", "3", "--probs", tmp_path / "p.npy",
+         "--classes", tmp_path / "classes.txt", "--seed", "0", "--out", sel], capsys)  # fmt: skip
+    assert code == 0, err
+    rows = [line.split(",")[1] for line in (sel / "to_label.csv").read_text().split()[1:]]
+    for typed, meant in (("DOG", "'dog'"), ("Birdd", "'bird'")):
+        labels = [typed, "cat", "fish"]
+        (tmp_path / "l.csv").write_text(
+            "row,label\n" + "".join(f"{r},{c}\n" for r, c in zip(rows, labels, strict=True))
+        )
+        code, _, err = run_cli(["estimate", sel, "--labels", tmp_path / "l.csv"], capsys)
+        assert code == 2
+        assert f"line 2: {typed!r} is not a class name; did you mean {meant}?" in err

@@ -712,7 +712,11 @@ def _parse_label(text: str, path: str, line_no: int, classes: Sequence[str] | No
 
 def _unknown_class(text: str, path: str, line_no: int, classes: Sequence[str]) -> LabelwiseError:
     """The error for a label that names no class, listing close or known names."""
-    close = difflib.get_close_matches(text, list(classes), n=3)
+    # the same name in another case ('DOG' for 'dog') first, then names spelt alike in any case
+    folded = {c.casefold(): c for c in reversed(classes)}
+    same = [c for c in classes if c.casefold() == text.casefold()]
+    alike = difflib.get_close_matches(text.casefold(), list(folded), n=3)
+    close = list(dict.fromkeys(same + [folded[c] for c in alike]))[:3]
     known = close or list(classes[:5])
     more = "" if close or len(classes) <= 5 else f", ... ({len(classes)} classes)"
     shown = ", ".join(repr(k) for k in known)
