@@ -176,3 +176,43 @@ def test_a_class_name_in_another_case_is_suggested(
         code, _, err = run_cli(["estimate", sel, "--labels", tmp_path / "l.csv"], capsys)
         assert code == 2
         assert f"line 2: {typed!r} is not a class name; did you mean {meant}?" in err
+
+
+def test_labels_by_a_tables_own_ids_say_how_to_name_the_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A table pile with a 'sample_id' column captured without --id-column numbers its rows
+    0..N-1 (the text column is left out of the inputs). Labels keyed 'sample_id,label' said
+    only "needs a 'row' column (or 'id' ...)", and renamed 'id,label' "names 5 ids that are
+    not rows of the pile ... e.g. '0', '1', '2'": no word of why or what to do. The messages
+    now say to name the column 'id', and that the ids are row numbers: label by row or
+    capture again with --id-column."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    torch.save(model, str(tmp_path / "m.pt"))
+    x = np.random.default_rng(0).normal(size=(30, 3))
+    lines = [f"s{i:03d},{a:.4f},{b:.4f},{c:.4f}\n" for i, (a, b, c) in enumerate(x)]
+    (tmp_path / "t.csv").write_text("sample_id,a,b,c\n" + "".join(lines))
+    cap, sel = tmp_path / "cap", tmp_path / "sel"
+    code, _, err = run_cli(["capture", "--model", tmp_path / "m.pt", "--inputs",
+                            tmp_path / "t.csv", "--out", cap], capsys)  # fmt: skip
+    assert code == 0, err
+    argv = ["select", "--method", "srs", "--budget", "5", "--seed", "0", "--probs",
+            cap / "probabilities.npy", "--out", sel]  # fmt: skip
+    code, _, err = run_cli(argv, capsys)
+    assert code == 0, err
+    rows = [int(line.split(",")[1]) for line in (sel / "to_label.csv").read_text().split()[1:]]
+    for head in ("sample_id", "id"):
+        (tmp_path / "l.csv").write_text(f"{head},label\n" + "".join(f"s{r:03d},1\n" for r in rows))
+        code, _, err = run_cli(["estimate", sel, "--labels", tmp_path / "l.csv"], capsys)
+        assert code == 2
+        if head == "sample_id":
+            assert (
+                "if 'sample_id' holds the ids shown in to_label.csv, name that column 'id'" in err
+            )
+        else:
+            assert (
+                "the pile's ids are its row numbers (a table captured without --id-column)" in err
+            )
+            assert "capture again with --id-column COLUMN" in err

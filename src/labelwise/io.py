@@ -464,9 +464,15 @@ def read_labels_csv(
             "read by 'labelwise import DIR FILE'"
         )
     if "row" not in cols and "id" not in cols:
+        other = [h for h, c in zip(header, cols, strict=True) if c not in _VALUE_COLUMNS]
+        hint = (
+            f"; if {other[0]!r} holds the ids shown in to_label.csv, name that column 'id'"
+            if len(other) == 1 and len(header) > 1
+            else ""
+        )
         raise LabelwiseError(
             f"{what}: {p} needs a 'row' column (or 'id': the row ids of the capture), got "
-            f"columns {header}"
+            f"columns {header}{hint}"
         )
     i_class = cols.index(CLASS_COLUMN) if CLASS_COLUMN in cols else None
     kinds = [k for k in ("label", "target", "score") if k in cols]
@@ -586,7 +592,7 @@ def read_labels_csv(
         raise LabelwiseError(
             f"{what}: {p} names {len(unknown)} ids that are not rows of the pile: {shown}"
             f"{', ...' if len(unknown) > 5 else ''}; ids are the capture's ids.txt, e.g. "
-            f"{', '.join(repr(i) for i in list(ids or [])[:3])}"
+            f"{', '.join(repr(i) for i in list(ids or [])[:3])}{_row_number_hint(ids)}"
         )
     if outside:
         shown = ", ".join(f"row {row} (line {n})" for n, row in outside[:5])
@@ -708,6 +714,20 @@ def _parse_label(text: str, path: str, line_no: int, classes: Sequence[str] | No
                 "to label by class name give the names: --classes FILE (one name per line)"
             ) from None
     raise _unknown_class(text, path, line_no, classes)
+
+
+_VALUE_COLUMNS = ("label", "target", "score", CLASS_COLUMN, "new", "order")
+
+
+def _row_number_hint(ids: Sequence[str] | None) -> str:
+    """When the pile's ids are its row numbers (a table or array captured without an id
+    column), how to label by one's own ids instead."""
+    if not ids or any(ids[k] != str(k) for k in (0, len(ids) - 1)):
+        return ""
+    return (
+        ": the pile's ids are its row numbers (a table captured without --id-column); label "
+        "by 'row', or capture again with --id-column COLUMN to name the rows by your own ids"
+    )
 
 
 def _unknown_class(text: str, path: str, line_no: int, classes: Sequence[str]) -> LabelwiseError:
