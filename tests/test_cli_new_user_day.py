@@ -216,3 +216,33 @@ def test_labels_by_a_tables_own_ids_say_how_to_name_the_rows(
                 "the pile's ids are its row numbers (a table captured without --id-column)" in err
             )
             assert "capture again with --id-column COLUMN" in err
+
+
+def test_regression_targets_in_a_label_column_say_to_name_it_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A regression campaign's labels saved as 'row,label' with values such as -0.8327
+    said "label must be an integer (a class index), got '-0.8327'; to label by class name
+    give the names: --classes FILE": about class names, for a number. It now says that a
+    regression target goes in a 'target' column, and with that header the estimate runs."""
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "a.npy", rng.normal(size=(80, 4)).astype(np.float32))
+    np.save(tmp_path / "o.npy", rng.normal(size=80).astype(np.float32))
+    camp = tmp_path / "camp"
+    argv = ["campaign", camp, "--activations", tmp_path / "a.npy", "--predictions",
+            tmp_path / "o.npy", "--seed", "0"]  # fmt: skip
+    code, _, err = run_cli(argv, capsys)
+    assert code == 0, err
+    code, _, err = run_cli(["next", camp, "--batch", "6"], capsys)
+    assert code == 0, err
+    rows = [int(line.split(",")[1]) for line in (camp / "to_label.csv").read_text().split()[1:]]
+    body = "".join(f"{r},{rng.normal():.4f}\n" for r in rows)
+    (tmp_path / "l.csv").write_text("row,label\n" + body)
+    code, _, err = run_cli(["estimate", camp, "--labels", tmp_path / "l.csv"], capsys)
+    assert code == 2
+    assert "a regression target goes in a 'target' column (row,target)" in err
+    assert "--classes" not in err
+    (tmp_path / "l.csv").write_text("row,target\n" + body)
+    code, out, err = run_cli(["estimate", camp, "--labels", tmp_path / "l.csv"], capsys)
+    assert code == 0, err
+    assert "1-MSE" in out

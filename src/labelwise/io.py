@@ -11,6 +11,7 @@ import difflib
 import hashlib
 import itertools
 import json
+import math
 import os
 import shlex
 import tempfile
@@ -708,12 +709,26 @@ def _parse_label(text: str, path: str, line_no: int, classes: Sequence[str] | No
         return _parse_int(text, path, line_no, "label")
     except LabelwiseError:
         if classes is None:
+            # a number that is not a whole one is a regression target or a score, not a name
+            hint = (
+                "a regression target goes in a 'target' column (row,target), a per-row "
+                "score in [0, 1] in a 'score' column"
+                if _is_fraction(text)
+                else "to label by class name give the names: --classes FILE (one name per line)"
+            )
             raise LabelwiseError(
                 f"{path} line {line_no}: label must be an integer (a class index), got "
-                f"{text!r}; "
-                "to label by class name give the names: --classes FILE (one name per line)"
+                f"{text!r}; {hint}"
             ) from None
     raise _unknown_class(text, path, line_no, classes)
+
+
+def _is_fraction(text: str) -> bool:
+    """Whether ``text`` is a finite number (such as '-0.83'), which no class index is."""
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
 
 
 _VALUE_COLUMNS = ("label", "target", "score", CLASS_COLUMN, "new", "order")
