@@ -246,3 +246,25 @@ def test_regression_targets_in_a_label_column_say_to_name_it_target(
     code, out, err = run_cli(["estimate", camp, "--labels", tmp_path / "l.csv"], capsys)
     assert code == 0, err
     assert "1-MSE" in out
+
+
+def test_arrays_of_two_captures_name_which_has_how_many_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'select --activations capA/activations.npy --probs capB/probabilities.npy' (two
+    captures of different piles) said 'the inputs must describe the same pile rows, got row
+    counts [60, 300]': which file has which? It now names each flag, file and row count,
+    and writes nothing."""
+    from synthetic import classifier_pile
+
+    _, acts, _ = classifier_pile(np.random.default_rng(0), 60, 3, 5)
+    _, _, probs = classifier_pile(np.random.default_rng(1), 300, 3, 5)
+    np.save(tmp_path / "a.npy", acts.astype(np.float32))
+    np.save(tmp_path / "p.npy", probs.astype(np.float32))
+    code, _, err = run_cli(["select", "--method", "ces", "--budget", "10", "--activations",
+                            tmp_path / "a.npy", "--probs", tmp_path / "p.npy", "--out",
+                            tmp_path / "sel"], capsys)  # fmt: skip
+    assert code == 2
+    assert f"--activations {tmp_path / 'a.npy'} has 60 rows" in err
+    assert f"--probs {tmp_path / 'p.npy'} has 300 rows" in err
+    assert not (tmp_path / "sel").exists()

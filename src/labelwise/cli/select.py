@@ -169,10 +169,16 @@ def cmd_select(args: argparse.Namespace) -> int:
     if "probs" in arrays and method.data != "probs":
         # values outside [0, 1]: not confidences
         check_probs_beside(arrays["probs"], arrays.get("activations"))
-    rows = {a.shape[1] if k == "predictions" else a.shape[0] for k, a in arrays.items()}
+    count = {k: a.shape[1] if k == "predictions" else a.shape[0] for k, a in arrays.items()}
+    rows = set(count.values())
     if len(rows) > 1:
+        each = ", ".join(
+            f"{DATA_FLAGS.get(k, '--' + k)} {ws.source_path(k)} has {n:,} rows"
+            for k, n in count.items()
+        )
         raise LabelwiseError(
-            f"the inputs must describe the same pile rows, got row counts {sorted(rows)}"
+            f"the arrays must describe the same pile rows, one row each: {each}; give the "
+            "arrays of one capture"
         )
     if args.population_size is not None and rows and args.population_size not in rows:
         raise LabelwiseError(
