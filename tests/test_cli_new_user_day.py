@@ -122,6 +122,13 @@ def test_suggested_commands_for_a_directory_with_a_space_can_be_pasted(
     assert code == 2
     again = shlex.split(err.split("to label more of it:", 1)[1].split(";")[0])
     assert again == ["labelwise", "next", str(camp), "--batch", "N"]
+    # inside a message's own quotes the path is in double quotes, not nested single ones
+    rows = [line.split(",")[1] for line in (camp / "to_label.csv").read_text().split()[1:]]
+    (tmp_path / "l.csv").write_text("row,label\n" + "".join(f"{r},0\n" for r in rows))
+    code, _, err = run_cli(["estimate", camp, "--labels", tmp_path / "l.csv"], capsys)
+    assert code == 0, err
+    code, _, err = run_cli(["export", camp, "--format", "label-studio"], capsys)
+    assert code == 2 and f"""run 'labelwise next "{camp}"'""" in err
 
 
 @pytest.mark.parametrize(

@@ -237,10 +237,17 @@ def write_csv(path: str | os.PathLike[str], header: list[str], rows: list[list[A
 
 
 def shell_arg(path: str | os.PathLike[str]) -> str:
-    """``path`` as one shell word, to paste into the commands the messages suggest: quoted
-    when it holds a space or another character the shell would split or expand on
-    (``labelwise next 'my camp'``), as it is otherwise."""
-    return shlex.quote(str(path))
+    """``path`` as one shell word, to paste into the commands the messages suggest: as it is
+    when the shell leaves it whole, else in double quotes (``labelwise next "my camp"``, which
+    reads well inside a message's single quotes), or, when it holds a character that double
+    quotes do not protect (a double quote, a dollar, a backquote, a backslash or an
+    exclamation mark), shell-quoted."""
+    text = str(path)
+    if shlex.quote(text) == text:
+        return text
+    if not any(c in text for c in '"$`\\!'):
+        return f'"{text}"'
+    return shlex.quote(text)
 
 
 def is_zarr_store(path: str | os.PathLike[str]) -> bool:
