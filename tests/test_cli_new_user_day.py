@@ -275,3 +275,25 @@ def test_arrays_of_two_captures_name_which_has_how_many_rows(
     assert f"--activations {tmp_path / 'a.npy'} has 60 rows" in err
     assert f"--probs {tmp_path / 'p.npy'} has 300 rows" in err
     assert not (tmp_path / "sel").exists()
+
+
+def test_a_pt2_exported_for_a_fixed_batch_says_how_to_export_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """torch.export.export(model, (x,)) with x of 2 rows (how its docs start) fixes the
+    batch size at 2; 'capture --model net.pt2' then said "the model failed on inputs of
+    shape (5, 4) ...: AssertionError: Guard failed: x.size()[0] == 2". It now says the
+    program takes batches of exactly 2 rows and how to export it with a dynamic batch (that
+    export, dynamic_shapes=({0: Dim('batch')},), captures: test_torch_model_routes.py)."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))
+    x = torch.randn(2, 4)
+    torch.export.save(torch.export.export(model, (x,)), str(tmp_path / "fixed.pt2"))
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32))
+    argv = ["capture", "--inputs", tmp_path / "x.npy", "--model"]
+    code, _, err = run_cli([*argv, tmp_path / "fixed.pt2", "--out", tmp_path / "c"], capsys)
+    assert code == 2
+    assert "the torch.export program takes batches of exactly 2 rows, got 5" in err
+    assert "dynamic_shapes=({0: torch.export.Dim('batch')},)" in err
+    assert not (tmp_path / "c").exists()

@@ -1270,6 +1270,15 @@ class _Runner:
                 f"one batch of inputs, and {_short(exc)}; wrap the model so that forward(x) "
                 "supplies the rest, e.g. a module whose forward(x) returns model(x, mask)"
             )
+        fixed = re.search(r"Guard failed: \w+\.size\(\)\[0\] == (\d+)", str(exc))
+        if fixed is not None:
+            # torch.export.export(model, (x,)) specialises the batch size of x unless told
+            return LabelwiseError(
+                f"the torch.export program takes batches of exactly {fixed[1]} rows, got "
+                f"{int(x.shape[0])}: it was exported without a dynamic batch size; export it "
+                "again with torch.export.export(model, (x,), dynamic_shapes=({0: "
+                "torch.export.Dim('batch')},)) and torch.export.save it"
+            )
         expected = _expected_input(self.model)
         wanted = f"; the model's first layer {expected}" if expected else ""
         return LabelwiseError(
