@@ -297,3 +297,26 @@ def test_a_pt2_exported_for_a_fixed_batch_says_how_to_export_it(
     assert "the torch.export program takes batches of exactly 2 rows, got 5" in err
     assert "dynamic_shapes=({0: torch.export.Dim('batch')},)" in err
     assert not (tmp_path / "c").exists()
+
+
+def test_a_file_that_is_no_model_says_what_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'capture --model classes.txt' (the class names "cat\\ndog\\nbird") said "its class is
+    defined in module 'at', which cannot be imported. Run labelwise from the directory that
+    holds the class's module": the text unpickles as a GLOBAL of module 'at'. '--model
+    pile.npy' (flags swapped) said "neither a TorchScript file (...miniz error...) nor a
+    pickled torch.nn.Module (unpickling stack underflow)". Both now say what the file is."""
+    pytest.importorskip("torch")
+    x = np.zeros((4, 3), np.float32)
+    np.save(tmp_path / "pile.npy", x)
+    (tmp_path / "classes.txt").write_text("cat\ndog\nbird\n")
+    for model, says in (
+        ("classes.txt", "classes.txt' is not a PyTorch model file: it is a text file"),
+        ("pile.npy", "is not a PyTorch model file: it is a NumPy array (.npy) (--model and "),
+    ):
+        argv = ["capture", "--model", tmp_path / model, "--inputs", tmp_path / "pile.npy",
+                "--out", tmp_path / "c"]  # fmt: skip
+        code, _, err = run_cli(argv, capsys)
+        assert code == 2 and says in err, err
+        assert "module 'at'" not in err and "miniz" not in err

@@ -161,9 +161,13 @@ def _load(
     try:
         with _cwd_on_path():
             obj = torch.load(where, map_location="cpu", weights_only=False)
-    except (ModuleNotFoundError, AttributeError) as exc:
-        raise LabelwiseError(_unimportable_message(where, exc)) from exc
     except Exception as exc:
+        other = _not_a_torch_file(where)
+        if other:
+            # e.g. a text file unpickles as a GLOBAL of module 'at' (from "cat\ndog")
+            raise LabelwiseError(f"{where!r} is not a PyTorch model file: {other}") from exc
+        if isinstance(exc, ModuleNotFoundError | AttributeError):
+            raise LabelwiseError(_unimportable_message(where, exc)) from exc
         raise LabelwiseError(
             f"could not load a model from {where!r}: it is neither a TorchScript file "
             f"(torch.jit.load: {jit_error}) nor a pickled torch.nn.Module "
@@ -432,6 +436,31 @@ def _from_export(where: str) -> torch.nn.Module:
     finally:
         log.handlers, log.propagate = handlers, propagate
     return module
+
+
+def _not_a_torch_file(where: str) -> str:
+    """What a file that neither torch.save nor torch.jit.save wrote looks like (they write a
+    zip archive, or before torch 1.6 a pickle): a NumPy array, an image, text; else ``""``."""
+    try:
+        with open(where, "rb") as fh:
+            head = fh.read(512)
+    except OSError:
+        return ""
+    if head.startswith((b"PK\x03\x04", b"\x80")) or not head:
+        return ""
+    swapped = " (--model and --inputs swapped?)"
+    if head.startswith(b"\x93NUMPY"):
+        return f"it is a NumPy array (.npy){swapped}"
+    if head.startswith((b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"BM")):
+        return f"it is an image{swapped}"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:  # not a character cut at the end of the 512 bytes
+            return ""
+    if b"\x00" in head:
+        return ""
+    return "it is a text file (models are saved by torch.save, torch.jit.save, torch.onnx.export)"
 
 
 def _saved_otherwise(where: str) -> str:
