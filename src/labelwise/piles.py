@@ -7,7 +7,7 @@
 - zarr array stores (a ``.zarr`` directory, or one holding ``zarr.json`` / ``.zarray``; read
   chunk by chunk, so a pile written by :func:`labelwise.adapters.dask_capture.capture_to_zarr`
   or any zarr writer can be larger than memory),
-- folders of images (png, jpg, jpeg, bmp, gif, webp; found recursively, sorted by path;
+- folders of images (png, jpg, jpeg, bmp, gif, webp, tif, tiff; found recursively, sorted by path;
   decoded with Pillow a batch at a time, with one declared :class:`ImageSpec` for every row),
 - CSV tables (header required) and Parquet tables (pyarrow), numeric ``columns=``,
 
@@ -49,7 +49,7 @@ from .io import csv_delimiter, is_zarr_store, open_zarr
 
 __all__ = ["IMAGE_SUFFIXES", "ImageSpec", "Pile", "open_pile"]
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 _LAYOUTS = ("chw", "hwc")
 
 
