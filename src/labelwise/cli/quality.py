@@ -114,5 +114,5 @@ def cmd_quality(args: argparse.Namespace) -> int:
 def _rows(array: Any) -> int | None:
     """The number of rows of an input or feature array (None for a 0-d one, which the
     report refuses with its own message)."""
-    shape = getattr(array, "shape", ())
-    return int(shape[0]) if len(shape) else None
+    shape: tuple[int, ...] = tuple(getattr(array, "shape", ()))
+    return int(shape[0]) if shape else None
