@@ -341,3 +341,37 @@ def test_tiff_images_in_a_folder_are_rows_of_the_pile(tmp_path: Path) -> None:
     x = np.asarray(pile[:])
     np.testing.assert_allclose(x[0, 0], grey / 255.0, atol=1e-6)  # as the PNG reads it
     np.testing.assert_allclose(x[1], x[2], atol=1e-6)  # 16-bit: 257 x v / 65535 = v / 255
+
+
+def test_dependability_that_fails_midway_leaves_out_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'dependability ... --masks BAD.npy --out d' wrote d/patterns.png, then failed on the
+    masks: a fresh --out was left holding a plot and no dependability.json, and an --out of
+    an earlier run got this run's patterns.png beside the earlier dependability.json. Every
+    file is now staged and moved into place only when all are made."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Flatten(), torch.nn.Linear(16, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3)
+    )
+    torch.save(model, str(tmp_path / "m.pt"))
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "x.npy", rng.random((12, 1, 4, 4)).astype(np.float32))
+    np.save(tmp_path / "y.npy", rng.integers(0, 3, 12))
+    np.save(tmp_path / "bad_masks.npy", np.ones(12, bool))  # not (N, H, W)
+    argv = ["dependability", "--model", tmp_path / "m.pt", "--inputs", tmp_path / "x.npy",
+            "--labels", tmp_path / "y.npy", "--out"]  # fmt: skip
+    bad = ["--masks", tmp_path / "bad_masks.npy"]
+    fresh = tmp_path / "fresh" / "d"
+    code, _, err = run_cli([*argv, fresh, *bad], capsys)
+    assert code == 2 and "mask" in err
+    assert not (tmp_path / "fresh").exists()
+    done = tmp_path / "done"
+    code, _, err = run_cli([*argv, done, "--threshold", "0.5"], capsys)
+    assert code == 0, err
+    before = {f.name: f.read_bytes() for f in done.iterdir()}
+    assert set(before) == {"dependability.json", "patterns.png"}
+    code, _, err = run_cli([*argv, done, *bad], capsys)  # another threshold: other plots
+    assert code == 2
+    assert {f.name: f.read_bytes() for f in done.iterdir()} == before

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +13,7 @@ import numpy as np
 
 from .._deps import install_hint
 from ..exceptions import LabelwiseError
-from ..io import load_array, write_json
+from ..io import load_array, new_folders, remove_empty, write_json
 from ._common import DefaultsHelpFormatter, earlier_plots_note, remove_earlier_plots
 from ._piles import CLASSES_HELP, read_all_labels, read_classes
 
@@ -158,12 +161,31 @@ def cmd_dependability(args: argparse.Namespace) -> int:
             f'classes ({exc}); give a severity matrix whose "classes" are the names in '
             f"{args.classes}"
         ) from None
+    # every file is made in a staging folder inside --out and moved into place only when all
+    # are made: a perturbation or mask that fails (or Ctrl-C) used to leave this run's
+    # patterns.png, or confidence_loss.png, beside no dependability.json or an earlier one
+    folders = new_folders(args.out)
     args.out.mkdir(parents=True, exist_ok=True)
-    written = []
-    if plot_activation_pattern(rep.results["activation_pattern"], args.out / "patterns.png"):
-        written.append("patterns.png")
-    written += _model_metrics(args, model, inputs, labels, rep)
-    write_json(args.out / "dependability.json", {"layer": cap.layer, **rep.to_dict()})
+    try:
+        stage = Path(tempfile.mkdtemp(prefix=".dependability-", dir=args.out))
+    except OSError as exc:
+        remove_empty(folders)
+        raise LabelwiseError(
+            f"--out: cannot write into {args.out} ({exc.strerror or exc}); nothing was written"
+        ) from None
+    try:
+        written = []
+        if plot_activation_pattern(rep.results["activation_pattern"], stage / "patterns.png"):
+            written.append("patterns.png")
+        written += _model_metrics(args, model, inputs, labels, rep, stage)
+        write_json(stage / "dependability.json", {"layer": cap.layer, **rep.to_dict()})
+        for name in [*written, "dependability.json"]:
+            os.replace(stage / name, args.out / name)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        remove_empty(folders)
+        raise
+    shutil.rmtree(stage, ignore_errors=True)
     # plots of an earlier run into --out that this run did not make would sit beside this
     # run's dependability.json as if they were its own (a confidence loss it did not compute)
     stale = remove_earlier_plots(args.out, _PLOTS, written)
@@ -179,9 +201,14 @@ _PLOTS = ("patterns.png", "confidence_loss.png", "interpretation.png")  # what a
 
 
 def _model_metrics(
-    args: argparse.Namespace, model: Any, inputs: np.ndarray, labels: np.ndarray, rep: Any
+    args: argparse.Namespace,
+    model: Any,
+    inputs: np.ndarray,
+    labels: np.ndarray,
+    rep: Any,
+    where: Path,
 ) -> list[str]:
-    """The metrics that need the model itself; returns the plots written."""
+    """The metrics that need the model itself; returns the plots written into ``where``."""
     written: list[str] = []
     if args.layout == "hwc":
         # the image perturbations and occlusion work on (N, C, H, W)
@@ -221,7 +248,7 @@ def _model_metrics(
             f"mean of the {loss.n_top} largest per-input losses; maximum {loss.maximum:.4f}",
         )
         rep.details["confidence_loss"] = loss.to_dict()
-        if rb.plot_confidence_loss(loss, args.out / "confidence_loss.png"):
+        if rb.plot_confidence_loss(loss, where / "confidence_loss.png"):
             written.append("confidence_loss.png")
     if args.masks is not None:
         from ..dependability import interpretation as ip
@@ -250,7 +277,7 @@ def _model_metrics(
         curve = ip.sweep(
             maps.heatmaps, masks, np.linspace(0.05, 0.95, 19), window=window, stride=stride
         )
-        if ip.plot_sweep(curve, args.out / "interpretation.png"):
+        if ip.plot_sweep(curve, where / "interpretation.png"):
             written.append("interpretation.png")
     return written
 
