@@ -375,3 +375,33 @@ def test_dependability_that_fails_midway_leaves_out_as_it_was(
     code, _, err = run_cli([*argv, done, *bad], capsys)  # another threshold: other plots
     assert code == 2
     assert {f.name: f.read_bytes() for f in done.iterdir()} == before
+
+
+def test_grey_images_without_a_channel_axis_say_how_to_add_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pile of grey images saved as (rows, 5, 5), as MNIST-like arrays come, for a model
+    whose first layer is Conv2d(in_channels=1): the error said the model 'expects inputs of
+    shape (rows, 1, ..., ...)' and torch's 'expected input[1, 10, 5, 5] to have 1 channels,
+    but got 10' (the rows read as channels). It now says the rows have no channel axis and
+    how to add one; the pile so saved captures."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 2, 3), torch.nn.Flatten(), torch.nn.Linear(18, 4),
+        torch.nn.ReLU(), torch.nn.Linear(4, 3),
+    )  # fmt: skip
+    torch.save(model, str(tmp_path / "m.pt"))
+    x = np.random.default_rng(0).random((10, 5, 5)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    argv = ["capture", "--model", tmp_path / "m.pt", "--out", tmp_path / "c", "--inputs"]
+    code, _, err = run_cli([*argv, tmp_path / "x.npy"], capsys)
+    assert code == 2
+    assert (
+        "the rows have no channel axis (5, 5): save the pile with one, np.save(FILE, x[:, None])"
+        in err
+    )
+    np.save(tmp_path / "x1.npy", x[:, None])  # as the message says
+    code, out, err = run_cli([*argv, tmp_path / "x1.npy"], capsys)
+    assert code == 0, err
+    assert "captured 10 rows" in out

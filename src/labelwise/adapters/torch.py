@@ -1313,7 +1313,7 @@ class _Runner:
         return LabelwiseError(
             f"the model failed on inputs of shape {tuple(x.shape)} (rows first, dtype "
             f"{str(x.dtype).removeprefix('torch.')}){wanted}: {type(exc).__name__}: "
-            f"{_short(exc)}"
+            f"{_short(exc)}{_no_channel_axis(self.model, tuple(x.shape))}"
         )
 
     # one batch -----------------------------------------------------------------------
@@ -1429,6 +1429,24 @@ class _Runner:
         values = _exact_numpy(out)
         self.one_output = one_output(values)
         return head_outputs(values, rows, self.head).astype(np.float32)
+
+
+def _no_channel_axis(model: torch.nn.Module, shape: tuple[int, ...]) -> str:
+    """When the first layer is a 1-channel ConvNd and the rows have N spatial axes but no
+    channel axis ((rows, 28, 28) grey images saved without one), how to add it; else ``""``."""
+    for _, module in model.named_modules():
+        kind = getattr(module, "original_name", None) or type(module).__name__
+        dims = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3}.get(kind)
+        if dims is not None:
+            if getattr(module, "in_channels", None) == 1 and len(shape) == 1 + dims:
+                return (
+                    f"; the rows have no channel axis ({', '.join(map(str, shape[1:]))}): save "
+                    "the pile with one, np.save(FILE, x[:, None])"
+                )
+            return ""
+        if next(iter(module.parameters(recurse=False)), None) is not None:
+            return ""
+    return ""
 
 
 def _expected_input(model: torch.nn.Module) -> str | None:
