@@ -405,3 +405,35 @@ def test_grey_images_without_a_channel_axis_say_how_to_add_it(
     code, out, err = run_cli([*argv, tmp_path / "x1.npy"], capsys)
     assert code == 0, err
     assert "captured 10 rows" in out
+
+
+def test_a_capture_over_arrays_two_directories_use_names_both_plainly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second capture into the --out whose arrays a campaign and a selection were made
+    from said "holds the arrays that the campaign in A (...); the selection in B (...) was
+    made from; ... its labels would no longer refer ... (the selection keeps working)": the
+    list read as two sentences and the advice named the selection only. It now counts the
+    directories, lists both and says they keep working."""
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    torch.save(model, str(tmp_path / "m.pt"))
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(30, 3)).astype(np.float32))
+    cap = tmp_path / "cap"
+    capture = ["capture", "--model", tmp_path / "m.pt", "--inputs", tmp_path / "x.npy",
+               "--out", cap]  # fmt: skip
+    assert run_cli(capture, capsys)[0] == 0
+    acts, probs = cap / "activations.npy", cap / "probabilities.npy"
+    camp, sel = tmp_path / "camp", tmp_path / "sel"
+    argv = ["campaign", camp, "--activations", acts, "--probs", probs]
+    assert run_cli(argv, capsys)[0] == 0
+    argv = ["select", "--method", "srs", "--budget", "3", "--probs", probs, "--out", sel]
+    assert run_cli(argv, capsys)[0] == 0
+    code, _, err = run_cli(capture, capsys)
+    assert code == 2
+    assert (
+        f"holds the arrays that 2 directories were made from: the campaign in {camp} "
+        f"(activations.npy, probabilities.npy), the selection in {sel} (probabilities.npy); "
+        "a new capture would replace them and their labels"
+    ) in err
+    assert "(they keep working)" in err

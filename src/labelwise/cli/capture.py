@@ -254,11 +254,17 @@ def _check_not_in_use(out: Path) -> None:
     users = users_of(out, [n for n in CAPTURE_FILES if n.endswith(".npy")])
     if not users:
         return
-    named = "; ".join(f"the {kind} in {d} ({', '.join(files)})" for d, kind, files in users)
+    named = [f"the {kind} in {d} ({', '.join(files)})" for d, kind, files in users]
+    if len(named) == 1:
+        made, whose, keeps = f"that {named[0]} was made from", "its", f"the {users[0][1]} keeps"
+    else:
+        # several: "the campaign in A (...); the campaign in B (...) was made from" misread
+        made = f"that {len(named)} directories were made from: {', '.join(named)}"
+        whose, keeps = "their", "they keep"
     raise LabelwiseError(
-        f"--out {out} holds the arrays that {named} was made from; a new capture would replace "
-        "them and its labels would no longer refer to arrays that exist. Capture into another "
-        "--out (the selection keeps working), or pass --force to replace them anyway"
+        f"--out {out} holds the arrays {made}; a new capture would replace them and {whose} "
+        "labels would no longer refer to arrays that exist. Capture into another --out "
+        f"({keeps} working), or pass --force to replace them anyway"
     )
 
 
