@@ -437,3 +437,19 @@ def test_a_capture_over_arrays_two_directories_use_names_both_plainly(
         "a new capture would replace them and their labels"
     ) in err
     assert "(they keep working)" in err
+
+
+def test_capture_batch_size_zero_names_the_flag_before_loading_the_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'capture --batch-size 0' loaded the model, then said 'batch_size must be >= 1, got 0'
+    (the Python argument's name); the flag is now checked first and named, so the model
+    file is not even read (here: a file that is no model)."""
+    np.save(tmp_path / "x.npy", np.zeros((4, 3), np.float32))
+    (tmp_path / "m.pt").write_bytes(b"\x80not a model")
+    code, _, err = run_cli(["capture", "--model", tmp_path / "m.pt", "--inputs",
+                            tmp_path / "x.npy", "--batch-size", "0", "--out",
+                            tmp_path / "c"], capsys)  # fmt: skip
+    assert code == 2
+    assert "--batch-size must be >= 1 (rows per forward pass), got 0" in err
+    assert not (tmp_path / "c").exists()

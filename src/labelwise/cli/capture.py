@@ -307,6 +307,10 @@ def _note_unscaled(inputs: Any) -> None:
 
 def cmd_capture(args: argparse.Namespace) -> int:
     _model_route(args)  # argument errors before the inputs are read
+    if args.batch_size < 1:  # else the adapter's 'batch_size must be >= 1', after the model
+        raise LabelwiseError(
+            f"--batch-size must be >= 1 (rows per forward pass), got {args.batch_size}"
+        )
     # the inputs are checked before the model is loaded (quick errors first), but what opening
     # them warns (e.g. id-like columns) is held until the model has loaded (see _capture)
     with warnings.catch_warnings(record=True) as notes:
