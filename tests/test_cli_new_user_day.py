@@ -453,3 +453,46 @@ def test_capture_batch_size_zero_names_the_flag_before_loading_the_model(
     assert code == 2
     assert "--batch-size must be >= 1 (rows per forward pass), got 0" in err
     assert not (tmp_path / "c").exists()
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A capture directory of a small torch classifier over 30 rows."""
+    torch = pytest.importorskip("torch")
+    d = tmp_path_factory.mktemp("captured")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    torch.save(model, str(d / "m.pt"))
+    np.save(d / "x.npy", np.random.default_rng(0).normal(size=(30, 3)).astype(np.float32))
+    from labelwise.cli import main
+
+    assert main(["capture", "--model", str(d / "m.pt"), "--inputs", str(d / "x.npy"),
+                 "--out", str(d / "my cap")]) == 0  # fmt: skip
+    return d / "my cap"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["estimate", "{cap}", "--labels", "l.csv"], ["next", "{cap}"], ["report", "{cap}"],
+     ["export", "{cap}"], ["label", "{cap}"], ["select", "--extend", "{cap}", "--budget", "5"]],
+)  # fmt: skip
+def test_a_capture_directory_given_as_a_selection_says_how_to_choose_rows(
+    argv: list[str], captured: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The capture directory given where a selection or campaign is asked for (the first
+    thing a new user tries after 'labelwise capture --out cap') said 'DIR cap holds no
+    selection (selection.json is not there); give the directory a 'labelwise select ...
+    --out DIR' wrote' or '... holds no campaign; start one with 'labelwise campaign DIR
+    --activations ...'': not that it is the capture, nor with which arrays. It now says so
+    and gives the commands with the capture's own arrays; the select one, pasted, runs."""
+    import shlex
+
+    code, _, err = run_cli([a.format(cap=captured) for a in argv], capsys)
+    assert code == 2
+    assert f"{captured} is a capture (capture.json): choose the rows to label" in err
+    select = err.split("e.g. '", 1)[1].split("'", 1)[0]
+    words = shlex.split(select.replace("--out sel", f"--out {tmp_path / 'sel'}"))
+    assert words[:2] == ["labelwise", "select"]
+    code, out, err = run_cli(words[1:], capsys)
+    assert code == 0, err
+    assert "ces: 15 rows selected, 15 rows still unselected (pile of 30)" in out

@@ -39,7 +39,7 @@ from .estimation import estimate as estimate_selection
 from .estimation import wilson_interval
 from .exceptions import LabelwiseError
 from .io import file_digest, read_json, shell_arg
-from .workspace import LABELS, RANKING, Workspace, check_directory, load_campaign
+from .workspace import LABELS, RANKING, Workspace, capture_hint, check_directory, load_campaign
 
 __all__ = ["ReportData", "build_report", "report_data"]
 
@@ -93,7 +93,7 @@ def report_data(
     if held is None:
         raise LabelwiseError(
             f"DIR {d} holds no selection or campaign; make one with 'labelwise select' or "
-            "'labelwise campaign'"
+            f"'labelwise campaign'{capture_hint(d)}"
         )
     if not 0 < confidence < 1:
         raise LabelwiseError(f"--confidence must be in (0, 1), got {confidence}")

@@ -210,7 +210,7 @@ class Workspace:
                 )
             raise LabelwiseError(
                 f"{what} {ws.path} holds no selection ({SELECTION} is not there); give the "
-                "directory a 'labelwise select ... --out DIR' wrote"
+                f"directory a 'labelwise select ... --out DIR' wrote{capture_hint(ws.path)}"
             )
         doc = read_json(file, what)
         ws.set_sources(doc, file)
@@ -665,7 +665,8 @@ def load_campaign(directory: str | Path) -> tuple[Workspace, Any, dict[str, Any]
         extra = (
             " (it holds a selection: 'labelwise select --extend' adds rows to it)"
             if held == "selection"
-            else "; start one with 'labelwise campaign DIR --activations ...'"
+            else capture_hint(ws.path)
+            or "; start one with 'labelwise campaign DIR --activations ...'"
         )
         raise LabelwiseError(f"DIR {ws.path} holds no campaign{extra}")
     ws.set_sources(doc, file, required=True)
@@ -771,6 +772,27 @@ def check_directory(directory: str | Path, what: str = "DIR") -> None:
             f"{what} {d} is a file, not a directory; give the directory of a 'labelwise select' "
             "or 'labelwise campaign'"
         )
+
+
+def capture_hint(directory: str | Path) -> str:
+    """For a directory 'labelwise capture' wrote, given where a selection or campaign is
+    asked for: that it is a capture, and the commands that choose rows from it (else "")."""
+    d = Path(directory)
+    if not (d / CAPTURE).is_file():
+        return ""
+    acts = shell_arg(d / "activations.npy")
+    outputs = d / CAPTURE_PROBS
+    probs = f" --probs {shell_arg(outputs)}" if outputs.is_file() else ""
+    try:
+        rows = int(read_json(d / CAPTURE, CAPTURE).get("rows", 100))
+    except (LabelwiseError, AttributeError, TypeError, ValueError):
+        rows = 100
+    budget = max(1, min(100, rows // 2))  # a budget the pile can meet
+    return (
+        f"; {d} is a capture ({CAPTURE}): choose the rows to label from its arrays first, "
+        f"e.g. 'labelwise select --method ces --budget {budget} --activations {acts}{probs} "
+        f"--out sel' or 'labelwise campaign camp --activations {acts}{probs}'"
+    )
 
 
 def check_not_state(path: str | Path, directory: str | Path, what: str) -> None:

@@ -41,7 +41,7 @@ from .._results import Selection
 from ..campaign import Campaign
 from ..exceptions import LabelwiseError
 from ..io import write_labels_csv
-from ..workspace import CAMPAIGN_ARRAYS, LABELS, Workspace, check_directory
+from ..workspace import CAMPAIGN_ARRAYS, LABELS, Workspace, capture_hint, check_directory
 from .campaign import STATE_FILE, CampaignState, check_estimate_args, record_and_estimate
 
 try:  # POSIX; elsewhere the in-process lock is the only one
@@ -119,7 +119,8 @@ class LabelSession:
         if held is None:
             raise LabelwiseError(
                 f"DIR {self.path} holds no campaign or selection; start one with 'labelwise "
-                "campaign DIR --activations ...' then 'labelwise next DIR', or 'labelwise select'"
+                "campaign DIR --activations ...' then 'labelwise next DIR', or 'labelwise "
+                f"select'{capture_hint(self.path)}"
             )
         if held == "selection":
             # a selection proposes nothing and its labels are classes or targets read from

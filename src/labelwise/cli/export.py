@@ -16,7 +16,7 @@ from .._json import dumps
 from ..exceptions import LabelwiseError
 from ..io import file_digest, shell_arg, write_files
 from ..labelstudio import label_studio_tasks
-from ..workspace import Workspace, check_directory, check_output_file
+from ..workspace import Workspace, capture_hint, check_directory, check_output_file
 
 EXPORTED = "export"  # DIR/export.state.json: the task files and configs written, path -> sha256
 
@@ -88,7 +88,7 @@ def rows_to_label(directory: Path) -> tuple[str, NDArray[np.int64]]:
         return held, np.asarray(sel.indices, dtype=np.int64)
     raise LabelwiseError(
         f"DIR {directory} holds no selection or campaign; make one with 'labelwise select' "
-        "or 'labelwise campaign'"
+        f"or 'labelwise campaign'{capture_hint(directory)}"
     )
 
 
