@@ -496,3 +496,37 @@ def test_a_capture_directory_given_as_a_selection_says_how_to_choose_rows(
     code, out, err = run_cli(words[1:], capsys)
     assert code == 0, err
     assert "ces: 15 rows selected, 15 rows still unselected (pile of 30)" in out
+
+
+def test_to_label_csv_filled_in_part_says_what_to_do_with_the_empty_cells(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A campaign's to_label.csv with a 'label' column filled in for 3 of its 6 rows (labels
+    'may come in parts') said only "line 5 has an empty label". It now names the row, counts
+    the other empty lines and says to fill them in or delete them; with them deleted the
+    three labels are recorded."""
+    from synthetic import classifier_pile
+
+    y, acts, probs = classifier_pile(np.random.default_rng(0), 120, 4, 8)
+    np.save(tmp_path / "a.npy", acts.astype(np.float32))
+    np.save(tmp_path / "p.npy", probs.astype(np.float32))
+    camp = tmp_path / "camp"
+    argv = ["campaign", camp, "--activations", tmp_path / "a.npy", "--probs",
+            tmp_path / "p.npy", "--seed", "0"]  # fmt: skip
+    assert run_cli(argv, capsys)[0] == 0
+    assert run_cli(["next", camp, "--batch", "6"], capsys)[0] == 0
+    lines = (camp / "to_label.csv").read_text().split()
+    rows = [int(line.split(",")[1]) for line in lines[1:]]
+    filled = [f"{lines[0]},label"] + [
+        f"{line},{y[r]}" if k < 3 else f"{line}," for k, (line, r) in enumerate(
+            zip(lines[1:], rows, strict=True))
+    ]  # fmt: skip
+    (tmp_path / "l.csv").write_text("\n".join(filled) + "\n")
+    code, _, err = run_cli(["estimate", camp, "--labels", tmp_path / "l.csv"], capsys)
+    assert code == 2
+    assert f"l.csv line 5 has an empty label (row {rows[3]}) (and 2 more line(s) like it): " in err
+    assert "fill it in, or delete the lines of the rows not labelled yet" in err
+    (tmp_path / "l.csv").write_text("\n".join(filled[:4]) + "\n")
+    code, out, err = run_cli(["estimate", camp, "--labels", tmp_path / "l.csv"], capsys)
+    assert code == 0, err
+    assert "3 new labels; 3 labelled, 3 awaiting labels" in out

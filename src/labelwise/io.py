@@ -560,7 +560,14 @@ def read_labels_csv(
         rows.append(row)
         raw = rec[i_val].strip()
         if raw == "":
-            raise LabelwiseError(f"{what}: {p} line {line_no} has an empty {kind}")
+            # e.g. to_label.csv with a label column filled in for some rows so far
+            empty = sum(1 for r in body if i_val >= len(r) or not r[i_val].strip())
+            more = f" (and {empty - 1} more line(s) like it)" if empty > 1 else ""
+            raise LabelwiseError(
+                f"{what}: {p} line {line_no} has an empty {kind} (row {row}){more}: fill it "
+                "in, or delete the lines of the rows not labelled yet (a campaign records its "
+                "labels in parts; a selection's estimate needs every selected row)"
+            )
         if kind != "label":  # with ';' or tab between fields a comma is the decimal mark
             vals.append(
                 _parse_float(raw if sep == "," else raw.replace(",", "."), src, line_no, kind)
