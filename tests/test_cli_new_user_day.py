@@ -140,6 +140,7 @@ def test_suggested_commands_for_a_directory_with_a_space_can_be_pasted(
         (["--help"], ["id,label"]),
         (["demo", "--help"], ["CES-Eq8", "Campaign"]),
         (["study", "operational", "--help"], ["coverage", "Campaign"]),
+        (["campaign", "--help"], ["regression: srs with a bootstrap-t interval"]),
     ],
 )
 def test_help_says_what_the_commands_take_and_do(
@@ -149,7 +150,8 @@ def test_help_says_what_the_commands_take_and_do(
     report) or 'CSV: row,label' (rank), with a 'class index': an id,label file of image
     paths and class names, as the README shows, is read by all three. 'demo --help' said
     it runs SRS, CSS and CES (it also runs CES-Eq8 and a Campaign); 'study operational
-    --help' that it prints E only (it also prints coverage and w)."""
+    --help' that it prints E only (it also prints coverage and w); 'campaign --help' that
+    auto is model-assisted (for regression it is srs, as the regression campaign says)."""
     with pytest.raises(SystemExit) as stop:
         run_cli(argv, capsys)
     assert stop.value.code == 0

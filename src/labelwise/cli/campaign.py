@@ -54,7 +54,8 @@ def add_parser(sub: Any) -> None:
         ),
         epilog=(
             "methods:\n"
-            "  auto            model-assisted (lowest mean E in the campaign study)\n"
+            "  auto            classification: model-assisted (lowest mean E in the campaign\n"
+            "                  study); regression: srs with a bootstrap-t interval\n"
             "  stratified      strata from the activations and probabilities, Neyman allocation\n"
             "  proportional    the same strata, proportional allocation\n"
             "  model-assisted  stratified + a surrogate of the score fitted on the labels\n"
