@@ -141,6 +141,8 @@ def test_suggested_commands_for_a_directory_with_a_space_can_be_pasted(
         (["demo", "--help"], ["CES-Eq8", "Campaign"]),
         (["study", "operational", "--help"], ["coverage", "Campaign"]),
         (["campaign", "--help"], ["regression: srs with a bootstrap-t interval"]),
+        (["select", "--help"], ["to_label.csv (order, row, id: the row's image path"]),
+        (["next", "--help"], ["(order, row, id, new: 1 for this batch)"]),
     ],
 )
 def test_help_says_what_the_commands_take_and_do(
@@ -151,7 +153,9 @@ def test_help_says_what_the_commands_take_and_do(
     paths and class names, as the README shows, is read by all three. 'demo --help' said
     it runs SRS, CSS and CES (it also runs CES-Eq8 and a Campaign); 'study operational
     --help' that it prints E only (it also prints coverage and w); 'campaign --help' that
-    auto is model-assisted (for regression it is srs, as the regression campaign says)."""
+    auto is model-assisted (for regression it is srs, as the regression campaign says);
+    'select --help' and 'next --help' that to_label.csv has columns order, row, new (also
+    id, the column to label by)."""
     with pytest.raises(SystemExit) as stop:
         run_cli(argv, capsys)
     assert stop.value.code == 0

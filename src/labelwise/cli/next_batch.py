@@ -21,7 +21,7 @@ def add_parser(sub: Any) -> None:
         description=(
             "Propose the next BATCH rows to label in the campaign in DIR (started with "
             "'labelwise campaign'). Rewrites DIR/to_label.csv with every row proposed so far "
-            "(order, row, new: 1 for this batch) and saves the campaign's state, so a "
+            "(order, row, id, new: 1 for this batch) and saves the campaign's state, so a "
             "session can stop after any command and resume later. Give the labels to "
             "'labelwise estimate DIR --labels labels.csv' (all at once or in parts); rows "
             "proposed earlier but not labelled yet stay in to_label.csv with new = 0."

@@ -74,9 +74,9 @@ def add_parser(sub: Any) -> None:
         "select",
         help="choose which rows of the pile to label",
         description=(
-            "Choose which rows to label. Writes OUT/to_label.csv (order, row, new: 1 for the "
-            "rows added by this run) and OUT/selection.json (everything needed to estimate "
-            "and to extend)."
+            "Choose which rows to label. Writes OUT/to_label.csv (order, row, id: the row's "
+            "image path, table id or number, new: 1 for the rows added by this run) and "
+            "OUT/selection.json (everything needed to estimate and to extend)."
         ),
         epilog=_methods_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
