@@ -536,3 +536,34 @@ def test_to_label_csv_filled_in_part_says_what_to_do_with_the_empty_cells(
     code, out, err = run_cli(["estimate", camp, "--labels", tmp_path / "l.csv"], capsys)
     assert code == 0, err
     assert "3 new labels; 3 labelled, 3 awaiting labels" in out
+
+
+def test_a_confidence_given_in_percent_is_named_as_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'estimate --confidence 95' (and 'rank') said 'confidence must be in (0, 1), got 95.0'
+    (the Python argument's name, after the labels were read); 'rank --bootstrap 0'
+    'n_bootstrap must be >= 1'. Each flag is now named and checked first, and a percentage
+    is said to be one: '--confidence must be in (0, 1) (a share: 0.95 for 95 %), got 95'."""
+    from synthetic import classifier_pile
+
+    y, _, probs = classifier_pile(np.random.default_rng(0), 60, 3, 5)
+    np.save(tmp_path / "p.npy", probs.astype(np.float32))
+    np.save(tmp_path / "m.npy", np.stack([probs.argmax(1), y, (y + 1) % 3]))
+    sel, rsel = tmp_path / "sel", tmp_path / "rsel"
+    argv = ["select", "--method", "srs", "--budget", "5", "--probs", tmp_path / "p.npy",
+            "--seed", "0", "--out", sel]  # fmt: skip
+    assert run_cli(argv, capsys)[0] == 0
+    argv = ["select", "--method", "sds", "--budget", "5", "--predictions", tmp_path / "m.npy",
+            "--seed", "0", "--out", rsel]  # fmt: skip
+    assert run_cli(argv, capsys)[0] == 0
+    for d in (sel, rsel):
+        rows = [int(line.split(",")[1]) for line in (d / "to_label.csv").read_text().split()[1:]]
+        (d / "l.csv").write_text("row,label\n" + "".join(f"{r},{y[r]}\n" for r in rows))
+    percent = "--confidence must be in (0, 1) (a share: 0.95 for 95 %), got 95"
+    for cmd in (["estimate", sel], ["rank", rsel], ["report", sel]):
+        code, _, err = run_cli([*cmd, "--labels", cmd[1] / "l.csv", "--confidence", "95"], capsys)
+        assert code == 2 and percent in err, err
+    code, _, err = run_cli(["rank", rsel, "--labels", rsel / "l.csv", "--bootstrap", "0"], capsys)
+    assert code == 2 and "--bootstrap must be >= 1, got 0" in err
+    assert not (sel / "estimate.json").exists() and not (rsel / "ranking.json").exists()

@@ -103,6 +103,14 @@ def known_class_count(ws: Any) -> int | None:
     return int(shape[2]) if len(shape) == 3 else None
 
 
+def check_confidence_flag(value: float, flag: str = "--confidence") -> None:
+    """``--confidence`` (or another level) in (0, 1); a percentage such as 95 is named as one.
+    Checked before anything is read or written."""
+    if not 0 < value < 1:
+        hint = f" (a share: {value / 100:g} for {value:g} %)" if 50 <= value < 100 else ""
+        raise LabelwiseError(f"{flag} must be in (0, 1){hint}, got {value:g}")
+
+
 def fresh_seed() -> int:
     """A random seed from the OS, recorded in selection.json so the run can be repeated."""
     return int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> 1)

@@ -42,6 +42,7 @@ from ..campaign import Campaign
 from ..exceptions import LabelwiseError
 from ..io import write_labels_csv
 from ..workspace import CAMPAIGN_ARRAYS, LABELS, Workspace, capture_hint, check_directory
+from ._common import check_confidence_flag
 from .campaign import STATE_FILE, CampaignState, check_estimate_args, record_and_estimate
 
 try:  # POSIX; elsewhere the in-process lock is the only one
@@ -177,8 +178,7 @@ class LabelSession:
             task = self.st.camp.task
         else:
             self.ws, self.sel = Workspace.open(self.path)
-            if not 0 < self.args.confidence < 1:
-                raise LabelwiseError(f"--confidence must be in (0, 1), got {self.args.confidence}")
+            check_confidence_flag(self.args.confidence)
             if self.args.until_halfwidth is not None:
                 raise LabelwiseError(
                     "--until-halfwidth applies to campaigns ('labelwise campaign'), not to a "

@@ -32,7 +32,7 @@ from ..estimation import correctness, regression_scores
 from ..exceptions import LabelwiseError
 from ..io import file_digest, load_array, shell_arg
 from ..workspace import CAMPAIGN, CAMPAIGN_ARRAYS, CAPTURE_RAW, Workspace, load_campaign
-from ._common import check_probs_beside, default_probs, fresh_seed
+from ._common import check_confidence_flag, check_probs_beside, default_probs, fresh_seed
 from ._piles import CLASSES_HELP, checked_classes, store_classes
 
 STATE_FILE = f"{CAMPAIGN}.state.json"
@@ -316,8 +316,7 @@ def check_estimate_args(args: argparse.Namespace, st: CampaignState) -> None:
             "--until-halfwidth needs an anytime-valid interval, which method 'active' does not "
             "have; start the campaign with another --method"
         )
-    if not 0 < args.confidence < 1:
-        raise LabelwiseError(f"--confidence must be in (0, 1), got {args.confidence}")
+    check_confidence_flag(args.confidence)
     if getattr(args, "exact", False) and h is None:
         raise LabelwiseError(
             "--exact chooses the anytime sequence that --until-halfwidth decides by; give "

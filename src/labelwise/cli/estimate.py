@@ -17,7 +17,7 @@ from .._scoring import selection_scores
 from ..estimation import estimate
 from ..exceptions import LabelwiseError
 from ..workspace import Workspace
-from ._common import DefaultsHelpFormatter
+from ._common import DefaultsHelpFormatter, check_confidence_flag
 from ._piles import CLASSES_HELP, store_classes
 
 
@@ -80,6 +80,7 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
+    check_confidence_flag(args.confidence)
     if Workspace(args.dir).holds() == "campaign":
         from .campaign import estimate_campaign
 

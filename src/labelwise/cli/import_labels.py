@@ -14,7 +14,7 @@ from ..exceptions import LabelwiseError
 from ..io import file_digest, id_key, shell_arg
 from ..labelstudio import LabelStudioAnswers, class_names, read_label_studio_export
 from ..workspace import LABELS, Workspace
-from ._common import DefaultsHelpFormatter
+from ._common import DefaultsHelpFormatter, check_confidence_flag
 from ._labelling import LOCK_FILE, check_classes, lock_directory, unlock
 from .export import check_classification, open_workspace, rows_to_label, written_files
 
@@ -103,8 +103,7 @@ def summarize(
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    if not 0 < args.confidence < 1:  # before anything is written
-        raise LabelwiseError(f"--confidence must be in (0, 1), got {args.confidence}")
+    check_confidence_flag(args.confidence)  # before anything is written
     held, waiting = rows_to_label(args.dir)
     ws = open_workspace(args.dir, held)
     check_classification(ws, held, args.dir)

@@ -16,7 +16,12 @@ from ..exceptions import LabelwiseError
 from ..io import file_digest, load_array
 from ..ranking import RankingCampaign
 from ..workspace import Workspace
-from ._common import DefaultsHelpFormatter, check_model_stack, known_class_count
+from ._common import (
+    DefaultsHelpFormatter,
+    check_confidence_flag,
+    check_model_stack,
+    known_class_count,
+)
 from ._piles import CLASSES_HELP, store_classes
 
 
@@ -70,6 +75,10 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
+    check_confidence_flag(args.confidence)
+    check_confidence_flag(args.rank_level, "--rank-level")
+    if args.bootstrap < 1:  # else 'n_bootstrap must be >= 1' (the Python argument's name)
+        raise LabelwiseError(f"--bootstrap must be >= 1, got {args.bootstrap}")
     if Workspace(args.dir).holds() == "campaign":
         raise LabelwiseError(
             f"DIR {args.dir} holds a campaign (one model's accuracy); rank ranks several "

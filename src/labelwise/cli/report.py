@@ -9,7 +9,7 @@ from typing import Any
 from ..io import atomic_write
 from ..report import render, report_data
 from ..workspace import check_directory, check_output_file
-from ._common import DefaultsHelpFormatter
+from ._common import DefaultsHelpFormatter, check_confidence_flag
 
 
 def add_parser(sub: Any) -> None:
@@ -45,6 +45,7 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    check_confidence_flag(args.confidence)
     check_directory(args.dir)
     out = args.out if args.out is not None else args.dir / "report.html"
     # before the report is made; an older report may be replaced, nothing else
