@@ -567,3 +567,33 @@ def test_a_confidence_given_in_percent_is_named_as_one(
     code, _, err = run_cli(["rank", rsel, "--labels", rsel / "l.csv", "--bootstrap", "0"], capsys)
     assert code == 2 and "--bootstrap must be >= 1, got 0" in err
     assert not (sel / "estimate.json").exists() and not (rsel / "ranking.json").exists()
+
+
+def test_classes_as_torchvisions_class_to_idx_are_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """PyTorch users have their class names as ImageFolder's class_to_idx, saved with
+    json.dump: {"bird": 2, "cat": 0, "dog": 1}. '--classes class_to_idx.json' read it as a
+    text file naming one class '{"bird": 2, ...}' ("names 1 classes, the model has 3").
+    Such an object (or index -> name) is now read in index order; indices other than
+    0..C-1 are an error naming them."""
+    from synthetic import classifier_pile
+
+    _, _, probs = classifier_pile(np.random.default_rng(0), 40, 3, 5)
+    np.save(tmp_path / "p.npy", probs.astype(np.float32))
+    files = {
+        "c2i.json": '{"bird": 2, "cat": 0, "dog": 1}',
+        "i2c.json": '{"0": "cat", "1": "dog", "2": "bird"}',
+        "gap.json": '{"cat": 0, "dog": 2, "bird": 3}',
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+        out = tmp_path / name.replace(".", "_")
+        argv = ["select", "--method", "srs", "--budget", "3", "--probs", tmp_path / "p.npy",
+                "--classes", tmp_path / name, "--out", out]  # fmt: skip
+        code, _, err = run_cli(argv, capsys)
+        if name == "gap.json":
+            assert code == 2 and "maps to the indices [0, 2, 3]" in err, err
+            continue
+        assert code == 0, err
+        assert json.loads((out / "classes.json").read_text()) == ["cat", "dog", "bird"]

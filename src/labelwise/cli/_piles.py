@@ -16,8 +16,9 @@ from ..piles import IMAGE_SUFFIXES, ImageSpec, Pile, open_pile_as
 from ..workspace import CLASSES, IDS, Workspace
 
 CLASSES_HELP = (
-    "class names, index = class: a text file with one name per line, or a JSON list; labels "
-    "may then be given by name"
+    "class names, index = class: a text file with one name per line, a JSON list, or a JSON "
+    "object name -> index (torchvision's ImageFolder.class_to_idx); labels may then be given "
+    "by name"
 )
 
 
@@ -186,6 +187,29 @@ def _not_every_row(path: Path, flag: str, rows: np.ndarray, n_rows: int | None) 
     return "; ".join(parts) + f": give {hint}"
 
 
+def _names_of_mapping(mapping: Any, path: Path) -> list[str]:
+    """Class names, index = class, from a JSON object mapping names to indices (torchvision's
+    ``ImageFolder.class_to_idx``) or indices to names; the indices must be 0..C-1."""
+    shape = (
+        'a JSON object {"name": index, ...} (as torchvision\'s ImageFolder.class_to_idx) or '
+        '{"index": "name", ...}, with the indices 0..C-1'
+    )
+    if not isinstance(mapping, dict) or not mapping:
+        raise LabelwiseError(f"--classes: {path} must be a list of names or {shape}")
+    items = list(mapping.items())
+    if all(isinstance(v, int) and not isinstance(v, bool) for _, v in items):
+        by_index = {int(v): str(k) for k, v in items}
+    elif all(isinstance(v, str) and k.strip().isdigit() for k, v in items):
+        by_index = {int(k): v for k, v in items}
+    else:
+        raise LabelwiseError(f"--classes: {path} must be a list of names or {shape}")
+    if len(by_index) != len(items) or sorted(by_index) != list(range(len(items))):
+        raise LabelwiseError(
+            f"--classes: {path} maps to the indices {sorted(by_index)[:10]}; {shape}"
+        )
+    return [by_index[k].strip() for k in range(len(items))]
+
+
 def read_classes(path: Path) -> list[str]:
     """Class names from ``path``: a JSON list of strings, or one name per line."""
     try:
@@ -194,7 +218,14 @@ def read_classes(path: Path) -> list[str]:
         raise LabelwiseError(f"--classes: {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise LabelwiseError(f"--classes: cannot read {path} ({exc})") from None
-    if text.lstrip().startswith("["):
+    if text.lstrip().startswith("{"):
+        # torchvision's ImageFolder.class_to_idx ({"cat": 0, ...}) or its inverse
+        try:
+            mapping = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise LabelwiseError(f"--classes: {path} is not valid JSON ({exc})") from None
+        names = _names_of_mapping(mapping, path)
+    elif text.lstrip().startswith("["):
         try:
             names = json.loads(text)
         except json.JSONDecodeError as exc:
