@@ -597,3 +597,28 @@ def test_classes_as_torchvisions_class_to_idx_are_read(
             continue
         assert code == 0, err
         assert json.loads((out / "classes.json").read_text()) == ["cat", "dog", "bird"]
+
+
+def test_import_json_prints_only_json_on_stdout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'labelwise import camp export.json --json | jq .value' failed: stdout began with the
+    import's summary ('imported 8 labels from 8 Label Studio tasks ...', 'wrote ...'), then
+    the JSON. With --json the summary now goes to stderr and stdout is the estimate's JSON."""
+    from synthetic import captured_pile
+
+    names = ["cat", "dog", "bird"]
+    pile = captured_pile(tmp_path, 0, 60, names, 4, lambda y: [f"{i}.png" for i in range(60)])
+    cap, camp = pile["cap"], tmp_path / "camp"
+    for argv in (["campaign", camp, "--activations", cap / "activations.npy", "--probs",
+                  cap / "probabilities.npy", "--seed", "0"],
+                 ["next", camp, "--batch", "8"], ["export", camp]):  # fmt: skip
+        assert run_cli(argv, capsys)[0] == 0
+    tasks = json.loads((camp / "label-studio-tasks.json").read_text())
+    records = [{**t["data"], "id": i, "label": names[pile["y"][t["data"]["labelwise_row"]]]}
+               for i, t in enumerate(tasks)]  # fmt: skip
+    (tmp_path / "export.json").write_text(json.dumps(records))
+    code, out, err = run_cli(["import", camp, tmp_path / "export.json", "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["n_labelled"] == 8  # the whole of stdout is the JSON
+    assert "imported 8 labels from 8 Label Studio tasks" in err

@@ -194,20 +194,21 @@ def test_import_reports_skipped_cancelled_unknown_and_several(
     (d / "export.json").write_text(json.dumps(doc))
     code, out, err = run_cli(["import", d, d / "export.json", "--json"], capsys)
     assert code == 0, err
-    assert "imported 27 labels from 30 Label Studio tasks (JSON export); 3 tasks not used" in out
+    # with --json the import's summary goes to stderr, stdout is the JSON only
+    assert "imported 27 labels from 30 Label Studio tasks (JSON export); 3 tasks not used" in err
     assert (
-        f"1 task without an annotation (skipped in Label Studio or not done): row {rows[0]}" in out
+        f"1 task without an annotation (skipped in Label Studio or not done): row {rows[0]}" in err
     )
-    assert f"1 task whose every annotation was cancelled (skipped): row {rows[1]}" in out
+    assert f"1 task whose every annotation was cancelled (skipped): row {rows[1]}" in err
     assert (
-        f"1 unknown choice, not used (row {rows[2]}: 'dgo'); the classes are cat, dog, bird" in out
+        f"1 unknown choice, not used (row {rows[2]}: 'dgo'); the classes are cat, dog, bird" in err
     )
     assert f"1 task with several annotations that disagree; the latest one not cancelled was " \
-        f"taken: rows {rows[3]}" in out  # fmt: skip
+        f"taken: rows {rows[3]}" in err  # fmt: skip
     labels = _labels_csv(d / "labels.csv")
     assert sorted(labels) == sorted(rows[3:])
     assert all(labels[r] == y[r] for r in labels)
-    est = json.loads(out[out.index("{") :])
+    est = json.loads(out)
     assert est["campaign"]["n_recorded"] == 27 and est["campaign"]["new_labels"] == 27
     assert est["n_labelled"] == 27
 

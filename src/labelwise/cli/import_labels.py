@@ -183,8 +183,11 @@ def _import(
     path = args.dir / LABELS
     merged = _merge(ws, path, usable, recorded, len(names))
     ws.write_labels(np.asarray(list(merged)), np.asarray(list(merged.values())), ids=ws.row_ids())
-    print("\n".join(lines))
-    print(f"  wrote {path} ({len(merged)} labels)")
+    # with --json, stdout holds the estimate's JSON only (to pipe into jq); the summary of
+    # the import goes to stderr
+    summary = sys.stderr if args.json else sys.stdout
+    print("\n".join(lines), file=summary)
+    print(f"  wrote {path} ({len(merged)} labels)", file=summary)
     if held == "campaign":
         from .campaign import estimate_campaign
 
@@ -197,7 +200,7 @@ def _import(
             until_halfwidth=None,
             json=args.json,
         )
-        print()
+        print(file=summary)
         return estimate_campaign(est_args)
     missing = len(allowed) - len(set(merged) & allowed)
     if missing:
