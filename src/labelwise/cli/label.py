@@ -129,5 +129,6 @@ def cmd_label(args: argparse.Namespace) -> int:
             server.server_close()
     finally:
         session.close()
-    print(f"stopped; {len(session.labels)} labels in {session.path / 'labels.csv'}")
+    n = len(session.labels)
+    print(f"stopped; {n} label{'' if n == 1 else 's'} in {session.path / 'labels.csv'}")
     return 0
