@@ -84,6 +84,8 @@ _DEFENSIVE = 0.5
 _FLOOR = 2
 # anytime: the asymptotic sequence is at least the fixed-n interval at level 1 - alpha / this
 _CS_GUARD = 20.0
+#: Below this many labels the asymptotic sequence is hulled with the exact one (``estimate``).
+_EXACT_BELOW = 20
 # active: errors seen among the draws up to which the lower limit allows for unseen ones
 _ACTIVE_FEW_ERRORS = 2
 
@@ -683,9 +685,12 @@ class Campaign:
         ("Time-uniform central limit theory and asymptotic confidence sequences", Ann. Statist.,
         Thm. 2.2, Robbins' normal mixture) around the design's estimate with its own standard
         error: valid at any stopping time as the labels grow; its optional-stopping coverage
-        is checked by simulation in tests/test_campaign.py. Regression scores are not
-        bounded below: their betting sequence takes the observed range as the bound, with a
-        warning, unless the campaign has a ``score_floor``. Not available for ``"active"``.
+        is checked by simulation in tests/test_campaign_anytime.py. It is never narrower than
+        the fixed-n interval at level 1 - alpha / 20, nor, below 20 labels, than the exact
+        sequence below (the first looks, where a stratum of one label stands for its weight).
+        Regression scores are not bounded below: their betting sequence takes the observed
+        range as the bound, with a warning, unless the campaign has a ``score_floor``.
+        Not available for ``"active"``.
 
         ``anytime="exact"``: the exact stratified betting sequence for every design
         (:class:`._anytime.StratifiedBettingCS`: the strata's betting capitals multiplied, no
@@ -750,7 +755,16 @@ class Campaign:
                 self._groups,
                 1 - (1 - conf) / _CS_GUARD,
             )
-            return dataclasses.replace(cs, ci_low=min(cs.ci_low, lo), ci_high=max(cs.ci_high, hi))
+            lo, hi = min(cs.ci_low, lo), max(cs.ci_high, hi)
+            if rec.size < _EXACT_BELOW:
+                # nor, below _EXACT_BELOW labels, narrower than the exact sequence: at the
+                # first looks a stratum of one label stands for its whole weight (monitored
+                # every 5 labels from 10 to 200, 300 campaigns on a pile whose confident rows
+                # are the wrong ones, the sequence missed at some look in 8.7 % of them, 20
+                # of the 26 at the first look of 10 labels; now 1.0 %)
+                exact = self._anytime(rec, conf, metric, [])
+                lo, hi = min(lo, exact.ci_low), max(hi, exact.ci_high)
+            return dataclasses.replace(cs, ci_low=lo, ci_high=hi)
         if self.method == "srs":
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
