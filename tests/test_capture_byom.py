@@ -369,9 +369,17 @@ def test_a_dataset_of_dicts_names_its_keys_and_how_to_pass_it() -> None:
     )
 
 
-def test_a_model_returning_a_dict_names_its_keys_and_how_to_wrap_it() -> None:
-    with pytest.raises(LabelwiseError, match=r"keys \['logits', 'aux'\].*\['logits'\]"):
-        capture(_DictOut().eval(), _x(), progress=False)
+def test_a_model_returning_a_dict_takes_its_logits_or_names_its_keys() -> None:
+    """A dict's 'logits' is taken (with a warning); a dict without it and two (rows, C)
+    tensors names its keys and logits_output (the Python wrapper was the only remedy)."""
+    model = _DictOut().eval()
+    with pytest.warns(UserWarning, match=r"'logits' \(40, 3\), 'aux' \(40, 8\)\): taking 'logits'"):
+        cap = capture(model, _x(), progress=False)
+    np.testing.assert_array_equal(cap.outputs, capture(model.net, _x(), progress=False).outputs)
+    with pytest.raises(LabelwiseError, match=r"did you mean 'logits'.*'aux' \(40, 8\)"):
+        capture(model, _x(), progress=False, logits_output="lgits")
+    with pytest.raises(LabelwiseError, match=r"is an index, but the model returns a dict"):
+        capture(model, _x(), progress=False, logits_output=0)
 
 
 def test_a_forward_needing_more_arguments_says_so_not_a_shape() -> None:

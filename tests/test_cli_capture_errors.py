@@ -139,7 +139,7 @@ def test_logits_output_on_a_single_output_model_is_an_error(
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith("labelwise: error: ") and err.count("\n") == 1
-    assert "--logits-output" in err and "two outputs" in err and "drop it" in err
+    assert "--logits-output" in err and "several outputs" in err and "drop it" in err
     assert "Traceback" not in err
     assert not (tmp_path / "cap" / "activations.npy").exists()
 

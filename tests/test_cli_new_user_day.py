@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -622,3 +623,142 @@ def test_import_json_prints_only_json_on_stdout(
     assert code == 0, err
     assert json.loads(out)["n_labelled"] == 8  # the whole of stdout is the JSON
     assert "imported 8 labels from 8 Label Studio tasks" in err
+
+
+_MANY_OUTPUTS = '''
+import torch
+
+
+class Net(torch.nn.Module):
+    """forward returns a HuggingFace-style dict, or a tuple of three."""
+
+    def __init__(self, mode: str = "logits") -> None:
+        super().__init__()
+        self.mode = mode
+        self.body = torch.nn.Linear(3, 4)
+        self.head = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        hidden = torch.relu(self.body(x))
+        scores = self.head(hidden)
+        if self.mode == "logits":
+            return {"logits": scores, "hidden_states": hidden}
+        if self.mode == "scores":
+            return {"scores": scores, "embedding": hidden}
+        return hidden, scores, scores.argmax(dim=1)
+'''
+
+
+def test_a_model_returning_a_dict_or_three_outputs_is_captured_by_naming_the_output(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A model whose forward returns a dict (HuggingFace style) or a tuple of three: capture
+    said only 'wrap the model so that forward returns the logits' (Python; nothing a CLI user
+    can do). A dict's 'logits' is now taken, with a note; otherwise the error lists the
+    outputs and names --logits-output KEY|INDEX, which picks one."""
+    torch = pytest.importorskip("torch")
+    (tmp_path / "many_outputs_net.py").write_text(_MANY_OUTPUTS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import many_outputs_net
+
+    torch.manual_seed(0)
+    model = many_outputs_net.Net()
+    torch.save(model.state_dict(), "w.pt")
+    x = np.random.default_rng(0).normal(size=(7, 3)).astype(np.float32)
+    np.save("x.npy", x)
+    with torch.no_grad():
+        expected = torch.softmax(model.head(torch.relu(model.body(torch.from_numpy(x)))), 1)
+
+    def capture(mode: str, out: str, *more: str) -> tuple[int, str]:
+        code, _, err = run_cli(
+            ["capture", "--model-class", "many_outputs_net:Net", "--state-dict", "w.pt",
+             "--model-kwargs", json.dumps({"mode": mode}), "--inputs", "x.npy", "--out", out,
+             *more],
+            capsys,
+        )  # fmt: skip
+        return code, err
+
+    code, err = capture("logits", "a")
+    assert code == 0, err
+    assert "taking 'logits' as the class scores" in err and "--logits-output KEY" in err
+    np.testing.assert_allclose(np.load("a/probabilities.npy"), expected.numpy(), atol=1e-6)
+    assert json.loads(Path("a/capture.json").read_text())["neurons"] == 4  # the head's input
+
+    code, err = capture("scores", "b")
+    assert code == 2 and not Path("b").exists()
+    assert "'scores' (7, 2), 'embedding' (7, 4)" in err and "--logits-output KEY" in err
+    code, err = capture("scores", "b", "--logits-output", "scores")
+    assert code == 0, err
+    np.testing.assert_allclose(np.load("b/probabilities.npy"), expected.numpy(), atol=1e-6)
+    code, err = capture("scores", "c", "--logits-output", "score")
+    assert code == 2 and "did you mean 'scores'" in err
+
+    code, err = capture("tuple", "d")
+    assert code == 2 and "[0] (7, 4), [1] (7, 2), [2] (7,)" in err
+    assert "--logits-output INDEX" in err
+    code, err = capture("tuple", "d", "--logits-output", "1")
+    assert code == 0, err
+    np.testing.assert_allclose(np.load("d/probabilities.npy"), expected.numpy(), atol=1e-6)
+    code, err = capture("tuple", "e", "--logits-output", "3")
+    assert code == 2 and "is not an output of the model" in err
+
+
+def test_an_onnx_model_of_three_outputs_is_captured_by_output_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An ONNX model of three outputs (hidden, logits, label) was read by its first output
+    without a word, and --logits-output took only 0 or 1 of exactly two outputs. The output
+    named 'logits' is now taken (with a note naming the outputs), and --logits-output takes
+    an output's name or index."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    import warnings
+
+    class Three(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = torch.nn.Linear(3, 4)
+            self.head = torch.nn.Linear(4, 2)
+
+        def forward(self, x: Any) -> Any:
+            hidden = torch.relu(self.body(x))
+            scores = self.head(hidden)
+            return hidden, scores, torch.softmax(scores, 1)[:, :1] * 10
+
+    torch.manual_seed(0)
+    model = Three().eval()
+    x = np.random.default_rng(0).normal(size=(6, 3)).astype(np.float32)
+    names = ["hidden", "logits", "scaled"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.from_numpy(x[:2]),), str(tmp_path / "m.onnx"),
+                          dynamo=False, input_names=["x"], output_names=names,
+                          dynamic_axes={n: {0: "batch"} for n in ["x", *names]})  # fmt: skip
+    np.save(tmp_path / "x.npy", x)
+    with torch.no_grad():
+        hidden, scores, _ = model(torch.from_numpy(x))
+    argv = ["capture", "--model", tmp_path / "m.onnx", "--inputs", tmp_path / "x.npy"]
+    code, _, err = run_cli([*argv, "--out", tmp_path / "a"], capsys)
+    assert code == 0, err
+    assert "3 outputs ('hidden', 'logits', 'scaled'): taking 'logits'" in err
+    np.testing.assert_allclose(
+        np.load(tmp_path / "a" / "probabilities.npy"), torch.softmax(scores, 1).numpy(), atol=1e-5
+    )
+    np.testing.assert_allclose(np.load(tmp_path / "a" / "activations.npy"), hidden, atol=1e-5)
+    for choice in ("logits", "1"):
+        code, _, err = run_cli([*argv, "--out", tmp_path / choice, "--logits-output", choice],
+                               capsys)  # fmt: skip
+        assert code == 0 and "note" not in err, err
+        np.testing.assert_array_equal(
+            np.load(tmp_path / choice / "probabilities.npy"),
+            np.load(tmp_path / "a" / "probabilities.npy"),
+        )
+    code, _, err = run_cli([*argv, "--out", tmp_path / "s", "--logits-output", "scaled"], capsys)
+    assert code == 0, err
+    assert np.load(tmp_path / "s" / "probabilities.npy").shape == (6, 2)  # [1 - sig, sig]
+    code, _, err = run_cli([*argv, "--out", tmp_path / "b", "--logits-output", "logit"], capsys)
+    assert code == 2 and "did you mean 'logits'" in err

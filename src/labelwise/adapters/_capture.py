@@ -170,12 +170,31 @@ def pair_roles(
     )
 
 
-def single_output_message(logits_output: int, returned: str) -> str:
-    """The error for ``logits_output`` given to a model that does not return two outputs."""
+def single_output_message(logits_output: int | str, returned: str) -> str:
+    """The error for ``logits_output`` given to a model that does not return several outputs."""
     return (
-        f"logits_output={logits_output} (CLI: --logits-output) applies only to a model with "
-        f"two outputs, but this one returns {returned}; drop it"
+        f"logits_output={logits_output!r} (CLI: --logits-output) applies only to a model with "
+        f"several outputs (two or more, or a dict), but this one returns {returned}; drop it"
     )
+
+
+def check_logits_output(value: Any) -> int | str | None:
+    """``logits_output`` checked: ``None``, an index >= 0 (a tuple's or the ONNX outputs') or
+    a non-empty name (a dict key, an ONNX output name)."""
+    if value is None or (isinstance(value, str) and value):
+        return value
+    if isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= 0:
+        return int(value)
+    raise LabelwiseError(
+        "logits_output must be None, an output index >= 0 or an output name (a dict key, an "
+        f"ONNX output name), got {value!r}"
+    )
+
+
+def logits_output_arg(text: str) -> int | str:
+    """The CLI's ``--logits-output``: digits are an index, anything else a name."""
+    text = text.strip()
+    return int(text) if text.isdigit() else text
 
 
 def check_head(head: Any) -> tuple[str, bool]:

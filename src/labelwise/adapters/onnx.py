@@ -37,6 +37,7 @@ from ._capture import (
     CaptureWriter,
     array_rows,
     check_head,
+    check_logits_output,
     head_outputs,
     model_file,
     one_output,
@@ -111,7 +112,7 @@ def capture(
     batch_size: int = 256,
     progress: bool = True,
     out: str | os.PathLike[str] | None = None,
-    logits_output: int | None = None,
+    logits_output: int | str | None = None,
 ) -> Capture:
     """Run an ONNX model over ``inputs`` once and capture a hidden tensor and the outputs.
 
@@ -146,7 +147,10 @@ def capture(
     logits_output:
         For a model with two outputs: which one (0 or 1) holds the class scores, as for
         :func:`labelwise.adapters.torch.capture` (``None``: decided by the outputs' shapes and
-        types; a 1-D or integer output is a predicted label and is ignored).
+        types; a 1-D or integer output is a predicted label and is ignored). For a model with
+        three or more outputs: the index or the name of the one holding the class scores
+        (``None``: the output named ``"logits"``, else the first, with a ``UserWarning``
+        naming them). A name (``"logits"``) may be given for two outputs too.
 
     Returns
     -------
@@ -184,8 +188,7 @@ def capture(
         {p.key: p.value for p in proto.metadata_props}.get("classes"),
         "the ONNX metadata entry 'classes'",
     )
-    if logits_output not in (None, 0, 1):
-        raise LabelwiseError(f"logits_output must be None, 0 or 1, got {logits_output!r}")
+    logits_output = check_logits_output(logits_output)
     graph = _prepare(proto, layer, logits_output)
     session = _session(ort, proto)
 
@@ -233,7 +236,7 @@ def capture(
 # --------------------------------------------------------------------------- the graph
 
 
-def _prepare(proto: Any, layer: str | None, logits_output: int | None = None) -> _Graph:
+def _prepare(proto: Any, layer: str | None, logits_output: int | str | None = None) -> _Graph:
     """Find the input, the output and the tensor to capture; add it to the graph outputs."""
     import onnx
 
@@ -260,14 +263,42 @@ def _prepare(proto: Any, layer: str | None, logits_output: int | None = None) ->
         d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
         for d in tensor_type.shape.dim
     )
-    # one output: the class scores; two: (features, logits) by their shapes and types
+    # one output: the class scores; two: (features, logits) by their shapes and types;
+    # more: the one named by logits_output (an index or a name), else 'logits' or the first
     pair_features: str | None = None
     output_name = g.output[0].name
-    if logits_output is not None and len(g.output) != 2:
-        names = ", ".join(repr(o.name) for o in g.output)
-        count = "one output" if len(g.output) == 1 else f"{len(g.output)} outputs"
-        raise LabelwiseError(single_output_message(logits_output, f"{count} ({names})"))
-    if len(g.output) == 2:
+    out_names = [o.name for o in g.output]
+    listed = ", ".join(repr(n) for n in out_names)
+    if isinstance(logits_output, str):
+        if logits_output not in out_names:
+            close = difflib.get_close_matches(logits_output, out_names, n=1)
+            maybe = f" (did you mean {close[0]!r}?)" if close else ""
+            raise LabelwiseError(
+                f"logits_output={logits_output!r} (CLI: --logits-output) is not an output of "
+                f"the ONNX model{maybe}; its outputs: {listed}"
+            )
+        logits_output = out_names.index(logits_output)
+    if logits_output is not None and len(g.output) == 1:
+        raise LabelwiseError(single_output_message(logits_output, f"one output ({listed})"))
+    if logits_output is not None and logits_output >= len(g.output):
+        raise LabelwiseError(
+            f"logits_output={logits_output} (CLI: --logits-output) is not an output of the ONNX "
+            f"model, which has {len(out_names)} ({listed}): name one by index "
+            f"(0..{len(out_names) - 1}) or by name"
+        )
+    if len(g.output) > 2:
+        if logits_output is not None:
+            output_name = out_names[logits_output]
+        else:
+            output_name = "logits" if "logits" in out_names else out_names[0]
+            warnings.warn(
+                f"the ONNX model has {len(out_names)} outputs ({listed}): taking {output_name!r} "
+                "as the class scores; name another with logits_output='NAME' (CLI: "
+                "--logits-output NAME)",
+                UserWarning,
+                stacklevel=user_stacklevel(),
+            )
+    elif len(g.output) == 2:
         shapes = tuple(_static_shape(o) for o in g.output)
         labels = tuple(_is_label_output(o) for o in g.output)
         feats, logits, warning = pair_roles(

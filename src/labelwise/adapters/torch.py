@@ -43,6 +43,7 @@ from ._capture import (
     CaptureWriter,
     array_rows,
     check_head,
+    check_logits_output,
     head_outputs,
     model_file,
     one_output,
@@ -509,7 +510,7 @@ def capture(
     device: str | torch.device = "cpu",
     progress: bool = True,
     out: str | os.PathLike[str] | None = None,
-    logits_output: int | None = None,
+    logits_output: int | str | None = None,
 ) -> Capture:
     """Run ``model`` over ``inputs`` once and capture a hidden layer and the outputs.
 
@@ -570,6 +571,12 @@ def capture(
         features come from ``layer`` or the default layer), otherwise the wider output is
         the features and the narrower one the logits, and two outputs whose roles cannot be
         told apart (the second wider than the first) are an error naming their shapes.
+        For a model returning a dict (HuggingFace style, ``{"logits": ...}``): the key of the
+        class scores; ``None`` takes ``"logits"``, else the dict's one floating-point tensor
+        of shape (rows, C), with a ``UserWarning`` saying so, and is an error listing the keys
+        when there is no such one. For a tuple of three or more outputs: the index of the
+        class scores (``None``: its one (rows, C) tensor, as for a dict). The features of a
+        dict or such a tuple come from ``layer`` or the default layer.
 
     Returns
     -------
@@ -620,8 +627,7 @@ def capture(
 
     # an exported program is frozen in the mode it was exported in (no eval()/train())
     frozen = is_exported(model)
-    if logits_output not in (None, 0, 1):
-        raise LabelwiseError(f"logits_output must be None, 0 or 1, got {logits_output!r}")
+    logits_output = check_logits_output(logits_output)
     runner = _Runner(model, plan, head, logits_output)
     # a function made from a TorchScript graph records autograd even under no_grad(): switch
     # the parameters' requires_grad off for the pass (restored afterwards)
@@ -1144,6 +1150,97 @@ def _returned(out: Any) -> str:
     return f"a {type(out).__name__}"
 
 
+def _pick_output(out: Any, choice: int | str | None) -> tuple[Any, str | None]:
+    """The class scores in a model's dict output (HuggingFace style, ``{"logits": ...}``) or
+    in a tuple/list of other than two outputs, and a note when they were chosen without
+    ``choice`` (a dict key, or a tuple's index).
+
+    Without ``choice``: a dict's ``"logits"``, else its one floating-point tensor of shape
+    (rows, C); a tuple's one such tensor. Anything else is ambiguous: the error lists the
+    outputs and says how to name one.
+    """
+    import torch
+
+    def shown(v: Any) -> str:
+        return str(tuple(v.shape)) if isinstance(v, torch.Tensor) else type(v).__name__
+
+    def scores(v: Any) -> bool:
+        return isinstance(v, torch.Tensor) and v.dim() == 2 and v.is_floating_point()
+
+    if isinstance(out, Mapping):
+        keys = list(out)
+        listed = ", ".join(f"{k!r} {shown(v)}" for k, v in out.items())
+        how = (
+            "name the key that holds the class scores: logits_output='KEY' (CLI: "
+            "--logits-output KEY)"
+        )
+        if isinstance(choice, str):
+            if choice not in out:
+                close = difflib.get_close_matches(choice, [str(k) for k in keys], n=1)
+                maybe = f" (did you mean {close[0]!r}?)" if close else ""
+                raise LabelwiseError(
+                    f"logits_output={choice!r} (CLI: --logits-output) is not a key of the "
+                    f"model's output dict{maybe}; its keys: {listed}"
+                )
+            key, note = choice, None
+        elif choice is not None:
+            raise LabelwiseError(
+                f"logits_output={choice} (CLI: --logits-output) is an index, but the model "
+                f"returns a dict ({listed}): {how}"
+            )
+        elif isinstance(out.get("logits"), torch.Tensor):
+            key = "logits"
+            note = f"the model returns a dict ({listed}): taking 'logits' as the class scores"
+        else:
+            found = [k for k, v in out.items() if scores(v)]
+            if len(found) != 1:
+                raise LabelwiseError(
+                    f"the model returns a dict ({listed}) and labelwise cannot tell which one "
+                    f"holds the class scores: {how}"
+                )
+            key = found[0]
+            note = (
+                f"the model returns a dict ({listed}): taking {key!r}, its one tensor of "
+                "shape (rows, classes), as the class scores"
+            )
+        if note:
+            note += "; pass logits_output='KEY' (CLI: --logits-output KEY) for another"
+        if not isinstance(out[key], torch.Tensor):
+            raise LabelwiseError(f"the model's output {key!r} is a {shown(out[key])}, not a tensor")
+        return out[key], note
+    listed = ", ".join(f"[{i}] {shown(v)}" for i, v in enumerate(out))
+    what = f"a {type(out).__name__} of {len(out)} ({listed})"
+    how = "say which one holds the class scores: logits_output=INDEX (CLI: --logits-output INDEX)"
+    if isinstance(choice, str):
+        raise LabelwiseError(
+            f"logits_output={choice!r} (CLI: --logits-output) names a dict key, but the model "
+            f"returns {what}: {how}"
+        )
+    if choice is not None:
+        if choice >= len(out):
+            raise LabelwiseError(
+                f"logits_output={choice} (CLI: --logits-output) is not an output of the model, "
+                f"which returns {what}: {how}"
+            )
+        index, note = choice, None
+    else:
+        found = [i for i, v in enumerate(out) if scores(v)]
+        if len(found) != 1:
+            raise LabelwiseError(
+                f"the model returns {what} and labelwise cannot tell which one holds the class "
+                f"scores: {how}"
+            )
+        index = found[0]
+        note = (
+            f"the model returns {what}: taking output[{index}], its one tensor of shape (rows, "
+            "classes), as the class scores; pass logits_output=INDEX (CLI: --logits-output "
+            "INDEX) for another"
+        )
+    if not isinstance(out[index], torch.Tensor):
+        raise LabelwiseError(f"the model's output[{index}] is a {shown(out[index])}, not a tensor")
+    return out[index], note
+
+
 def _is_label(t: torch.Tensor) -> bool:
     """A predicted label rather than scores: 1-D, or integer/bool values."""
     return t.dim() <= 1 or not t.is_floating_point()
@@ -1157,7 +1254,11 @@ class _Runner:
     """
 
     def __init__(
-        self, model: torch.nn.Module, plan: _Plan, head: str, logits_output: int | None = None
+        self,
+        model: torch.nn.Module,
+        plan: _Plan,
+        head: str,
+        logits_output: int | str | None = None,
     ) -> None:
         import torch
 
@@ -1237,17 +1338,34 @@ class _Runner:
         self.attach()
 
     def _pair(self, out: Any) -> tuple[Any, Any]:
-        """``(features or None, logits)`` of a two-tensor output (else ``(None, out)``); sets
-        the label when the features are one of the outputs."""
+        """``(features or None, logits)`` of a two-tensor output (else ``(None, out)``, or the
+        class scores picked from a dict or a tuple of another length, see
+        :func:`_pick_output`); sets the label when the features are one of the outputs."""
+        import torch
+
+        several = isinstance(out, Mapping) or (
+            isinstance(out, tuple | list)
+            and (
+                len(out) != 2
+                or isinstance(self.logits_output, str)
+                or (self.logits_output or 0) > 1
+            )
+        )
+        if several:
+            picked, note = _pick_output(out, self.logits_output)
+            if note and not self._warned:
+                self._warned = True
+                warnings.warn(note, UserWarning, stacklevel=user_stacklevel())
+            return None, picked
         pair = _as_pair(out)
         if pair is None:
-            if self.logits_output is not None:
+            if self.logits_output is not None and isinstance(out, torch.Tensor):
                 raise LabelwiseError(single_output_message(self.logits_output, _returned(out)))
             return None, out
         feats, logits, warning = pair_roles(
             (tuple(pair[0].shape), tuple(pair[1].shape)),
             (_is_label(pair[0]), _is_label(pair[1])),
-            self.logits_output,
+            None if isinstance(self.logits_output, str) else self.logits_output,  # str: above
         )
         if warning and not self._warned and not self.plan.explicit:
             self._warned = True

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .._deps import install_hint
+from ..adapters._capture import logits_output_arg
 from ..exceptions import LabelwiseError
 from ..io import new_folders, remove_empty, write_json
 from ..workspace import CAPTURE, CLASSES, IDS, Workspace, users_of
@@ -110,11 +111,14 @@ def add_parser(sub: Any) -> None:
     )
     c.add_argument(
         "--logits-output",
-        type=int,
-        choices=[0, 1],
+        type=logits_output_arg,
         default=None,
-        help="a model with two outputs: which one holds the class scores (default: by shape; "
-        "the other one is captured as the features unless --layer is given)",
+        metavar="KEY|INDEX",
+        help="a model with several outputs: the one holding the class scores, as a dict key "
+        "(e.g. logits, for a forward returning a dict), an index (0, 1, ... of a tuple or of an "
+        "ONNX model's outputs) or an ONNX output name (default: a dict's 'logits' or its one "
+        "(rows, classes) tensor; of two outputs, the narrower one, the other one captured as "
+        "the features unless --layer is given)",
     )
     c.add_argument("--batch-size", type=int, default=256, help="rows per forward pass")
     c.add_argument("--classes", type=Path, help=CLASSES_HELP)
