@@ -762,3 +762,28 @@ def test_an_onnx_model_of_three_outputs_is_captured_by_output_name(
     assert np.load(tmp_path / "s" / "probabilities.npy").shape == (6, 2)  # [1 - sig, sig]
     code, _, err = run_cli([*argv, "--out", tmp_path / "b", "--logits-output", "logit"], capsys)
     assert code == 2 and "did you mean 'logits'" in err
+
+
+def test_rank_of_a_capture_directory_suggests_a_ranking_selection(
+    captured: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """'labelwise rank CAP' suggested 'labelwise select --method ces ...' (the hint of every
+    command given a capture), a selection for one model's accuracy: pasted, rank then refused
+    it for want of several models' predictions. It now says how to stack the models'
+    probabilities and select with sds (or cppi); both steps, pasted, run."""
+    import shlex
+
+    code, _, err = run_cli(["rank", captured, "--labels", "l.csv"], capsys)
+    assert code == 2
+    assert "--method ces" not in err and "--method cppi" in err
+    assert f"DIR {captured} is a capture (capture.json) of one model, not a selection" in err
+    monkeypatch.chdir(tmp_path)
+    stack = err.split("(Python: ", 1)[1].split("]]))", 1)[0] + "]]))"
+    other = repr(str(captured / "probabilities.npy"))  # a second model: the same one
+    exec(stack.replace("...", other), {"np": np})
+    assert np.load("preds.npy").shape == (2, 30, 2)
+    select = err.split("then '", 1)[1].split("'", 1)[0]
+    code, out, err = run_cli(shlex.split(select)[1:], capsys)
+    assert code == 0, err
+    assert "sds: 15 rows selected" in out

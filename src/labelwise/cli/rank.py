@@ -13,9 +13,9 @@ from .._results import Selection
 from .._validation import check_model_names
 from ..estimation import rank_models
 from ..exceptions import LabelwiseError
-from ..io import file_digest, load_array
+from ..io import file_digest, load_array, read_json
 from ..ranking import RankingCampaign
-from ..workspace import Workspace
+from ..workspace import CAPTURE, CAPTURE_PROBS, SELECTION, Workspace
 from ._common import (
     DefaultsHelpFormatter,
     check_confidence_flag,
@@ -74,6 +74,32 @@ def add_parser(sub: Any) -> None:
     rk.set_defaults(func=cmd_rank)
 
 
+def _not_a_capture(directory: Path) -> None:
+    """An error for a capture directory given as DIR: the hint every command gives
+    (``select --method ces``) chose rows for one model's accuracy, which rank refused in turn
+    ('rank needs predictions of M models'); a ranking needs the predictions of several models
+    and a ranking selection (sds, cppi)."""
+    d = Path(directory)
+    if not (d / CAPTURE).is_file() or (d / SELECTION).exists():
+        return
+    probs = str(d / CAPTURE_PROBS)
+    try:
+        rows = int(read_json(d / CAPTURE, CAPTURE).get("rows", 100))
+    except (LabelwiseError, AttributeError, TypeError, ValueError):
+        rows = 100
+    budget = max(1, min(50, rows // 2))  # a budget the pile can meet
+    raise LabelwiseError(
+        f"DIR {d} is a capture ({CAPTURE}) of one model, not a selection; rank ranks several "
+        "models on rows a ranking selection chose: capture each model over the same inputs, "
+        f"stack their {CAPTURE_PROBS} into one (M models, N rows, C classes) array (Python: "
+        f"np.save('preds.npy', np.stack([np.load(f) for f in [{probs!r}, ...]]))); then "
+        "'labelwise select --method sds "
+        f"--budget {budget} --predictions preds.npy --out sel' (or --method cppi, which also "
+        "estimates each model's accuracy on the whole pile), label its rows ('labelwise label "
+        "sel' saves sel/labels.csv) and run 'labelwise rank sel --labels sel/labels.csv'"
+    )
+
+
 def cmd_rank(args: argparse.Namespace) -> int:
     check_confidence_flag(args.confidence)
     check_confidence_flag(args.rank_level, "--rank-level")
@@ -84,6 +110,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
             f"DIR {args.dir} holds a campaign (one model's accuracy); rank ranks several "
             "models from a selection: labelwise select --method sds|ddg|rdg|cppi --predictions"
         )
+    _not_a_capture(args.dir)
     ws, sel = Workspace.open(args.dir)
     # the recorded predictions' shape, without reading them (--predictions may replace them)
     recorded = ws.sources.get("predictions") or {}
