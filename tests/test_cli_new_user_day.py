@@ -787,3 +787,56 @@ def test_rank_of_a_capture_directory_suggests_a_ranking_selection(
     code, out, err = run_cli(shlex.split(select)[1:], capsys)
     assert code == 0, err
     assert "sds: 15 rows selected" in out
+
+
+class _FakeDigits:
+    """A stand-in for the demo's trained CNN and pile (training takes 7 s): random
+    probabilities over 10 classes for the demo's 899 rows."""
+
+    def __init__(self, n: int) -> None:
+        rng = np.random.default_rng(0)
+        self.name, self.labels = "fake digits", rng.integers(0, 10, n)
+        self.probabilities = rng.dirichlet(np.ones(10), n)
+        self.predictions = self.probabilities.argmax(axis=1)
+        self.activations = rng.normal(size=(n, 6))
+        self.train_labels = self.labels[:10]
+        self.accuracy = float(np.mean(self.predictions == self.labels))
+
+    def __len__(self) -> int:
+        return int(self.labels.size)
+
+
+def test_ctrl_c_during_the_demo_says_what_it_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C while 'labelwise demo' wrote its directory left the pile's arrays and some
+    selections but no demo.json, and said 'no file was left half-written', as if the demo
+    were whole (and an earlier run's demo.json stayed beside this run's arrays). A directory
+    the run created is now removed; an earlier one is said to be incomplete, its old
+    demo.json removed, with the command to run again."""
+    import labelwise.demo as demo
+    import labelwise.experiments.digits as digits
+    from labelwise.io import shell_arg
+
+    fake = _FakeDigits(demo._pile_size())
+    monkeypatch.setattr(digits, "digits_context", lambda *a, **k: fake)
+
+    def ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(demo, "_repeat", ctrl_c)  # after the selections were written
+    argv = ["demo", "--budget", "20", "--repeats", "2", "--out"]
+    code, _, err = run_cli([*argv, tmp_path / "new" / "demo"], capsys)
+    assert code == 130
+    assert "no file was left half-written" not in err
+    assert "removed the incomplete demo directory" in err
+    assert not (tmp_path / "new").exists()
+
+    earlier = tmp_path / "earlier demo"
+    earlier.mkdir()
+    (earlier / "demo.json").write_text("{}")
+    code, _, err = run_cli([*argv, earlier], capsys)
+    assert code == 130
+    assert f"{earlier} holds an incomplete demo (no demo.json" in err
+    assert f"--out {shell_arg(earlier)}' again" in err
+    assert not (earlier / "demo.json").exists() and (earlier / "ces" / "selection.json").exists()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -15,7 +17,7 @@ from ._validation import check_int, check_out_dir
 from .estimation import estimate
 from .exceptions import DegenerateDataWarning, LabelwiseError
 from .experiments.study import CampaignSpec, MethodSpec, Population, run_study
-from .io import save_array, shell_arg, write_csv, write_json
+from .io import new_folders, remove_empty, save_array, shell_arg, write_csv, write_json
 from .workspace import Workspace
 
 #: The demo's methods: registry entries (labelwise.registry) with their parameters.
@@ -62,7 +64,38 @@ def run_demo(
         f"  operational pile: {n_pop} held-out digits, shift '{shift}'; true accuracy "
         f"{truth:.4f} (known here only because the demo has every label)"
     )
+    created = new_folders(out)
     out.mkdir(parents=True, exist_ok=True)
+    # demo.json is written last: present, the directory holds one whole demo. An earlier
+    # demo's is removed first, so that it cannot vouch for this run's half-written files
+    (out / "demo.json").unlink(missing_ok=True)
+    try:
+        _write_demo(ctx, out, shift=shift, budget=budget, repeats=repeats, seed=seed)
+    except KeyboardInterrupt:
+        print(_interrupted(out, created), file=sys.stderr)
+        return 130
+    return 0
+
+
+def _interrupted(out: Path, created: list[Path]) -> str:
+    """What a Ctrl-C while the demo writes ``out`` leaves: nothing, when the run created
+    ``out`` (it is removed); else an incomplete directory, said as such (the CLI's general
+    'no file was left half-written' read as if the demo were whole)."""
+    if created:
+        shutil.rmtree(out, ignore_errors=True)
+        remove_empty(created[1:])
+        if not out.exists():
+            return f"labelwise: interrupted; removed the incomplete demo directory {out}"
+    return (
+        f"labelwise: interrupted; {out} holds an incomplete demo (no demo.json; some of the "
+        "pile's arrays and selections may be this run's): run the same 'labelwise demo ... "
+        f"--out {shell_arg(out)}' again to complete it"
+    )
+
+
+def _write_demo(ctx: Any, out: Path, *, shift: str, budget: int, repeats: int, seed: int) -> None:
+    """The demo's files in ``out`` and its printed tables; demo.json last."""
+    n_pop, truth = len(ctx), ctx.accuracy
     sources = _save_pile(ctx, out)
     pop = Population(
         name=ctx.name,
@@ -138,7 +171,6 @@ def run_demo(
         f"     labelwise campaign {q(out, 'camp')} --activations {q(out, 'activations.npy')} "
         f"--probs {q(out, 'probabilities.npy')}"
     )
-    return 0
 
 
 def _pile_size() -> int:
