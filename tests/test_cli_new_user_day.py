@@ -840,3 +840,43 @@ def test_ctrl_c_during_the_demo_says_what_it_left(
     assert f"{earlier} holds an incomplete demo (no demo.json" in err
     assert f"--out {shell_arg(earlier)}' again" in err
     assert not (earlier / "demo.json").exists() and (earlier / "ces" / "selection.json").exists()
+
+
+def test_dependability_and_quality_of_a_model_returning_a_dict_take_logits_output(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """dependability and quality --model run the model too: a forward returning a dict
+    failed there with the Python-only remedy, and the perturbations read model(x) as a
+    tensor. Both now take --logits-output KEY (and a dict's 'logits' by default)."""
+    torch = pytest.importorskip("torch")
+    (tmp_path / "many_outputs_net.py").write_text(_MANY_OUTPUTS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import many_outputs_net
+
+    torch.manual_seed(0)
+    model = many_outputs_net.Net(mode="scores")
+    torch.save(model, "m.pt")
+    x = np.random.default_rng(0).uniform(size=(12, 3)).astype(np.float32)
+    np.save("x.npy", x)
+    with torch.no_grad():
+        predicted = model(torch.from_numpy(x))["scores"].argmax(1).numpy()
+    y = np.where(np.arange(12) < 9, predicted, 1 - predicted)  # accuracy 9/12
+    np.save("y.npy", y)
+    dep = ["dependability", "--model", "m.pt", "--inputs", "x.npy", "--labels", "y.npy",
+           "--perturb", "noise", "--out", "d"]  # fmt: skip
+    code, _, err = run_cli(dep, capsys)
+    assert code == 2 and "--logits-output KEY" in err
+    code, _, err = run_cli([*dep, "--logits-output", "scores"], capsys)
+    assert code == 0, err
+    report = json.loads(Path("d/dependability.json").read_text())
+    assert report["summary"][0] == {**report["summary"][0], "metric": "accuracy", "value": 0.75}
+    assert "confidence_loss" in report["details"]
+    qual = ["quality", "--model", "m.pt", "--train-inputs", "x.npy", "--test-inputs", "x.npy",
+            "--train-labels", "y.npy", "--test-labels", "y.npy", "--out", "q"]  # fmt: skip
+    code, _, err = run_cli(qual, capsys)
+    assert code == 2 and "--logits-output KEY" in err
+    code, _, err = run_cli([*qual, "--logits-output", "scores"], capsys)
+    assert code == 0, err

@@ -741,6 +741,45 @@ def channels_first_view(model: torch.nn.Module) -> torch.nn.Module:
     return view
 
 
+def scores_view(model: torch.nn.Module, logits_output: int | str | None = None) -> torch.nn.Module:
+    """``model`` as a module whose forward returns only the class scores, picked as
+    :func:`capture` picks them (``logits_output``: a dict key, a tuple's index, or ``None``:
+    a dict's ``"logits"`` or its one (rows, C) tensor, the narrower of two outputs), for code
+    that calls ``model(x)`` and reads a tensor (the perturbations, attacks and occlusion
+    maps). A model returning a tensor is returned as it is."""
+    import torch
+
+    choice = check_logits_output(logits_output)
+
+    class _ScoresView(torch.nn.Module):
+        def __init__(self, inner: torch.nn.Module) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x: torch.Tensor) -> Any:
+            out = self.inner(x)
+            if isinstance(out, torch.Tensor):
+                return out
+            if isinstance(out, Mapping) or (
+                isinstance(out, tuple | list)
+                and (len(out) != 2 or isinstance(choice, str) or (choice or 0) > 1)
+            ):
+                return _pick_output(out, choice)[0]
+            pair = _as_pair(out)
+            if pair is None:
+                return out
+            _, logits, _ = pair_roles(
+                (tuple(pair[0].shape), tuple(pair[1].shape)),
+                (_is_label(pair[0]), _is_label(pair[1])),
+                None if isinstance(choice, str) else choice,
+            )
+            return pair[logits]
+
+    view = _ScoresView(model)
+    view.training = model.training
+    return view
+
+
 def _model_classes(model: torch.nn.Module) -> tuple[str, ...] | None:
     """Names from a ``classes`` attribute holding a list of str (anything else is ignored)."""
     try:

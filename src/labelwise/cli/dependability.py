@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .._deps import install_hint
+from ..adapters._capture import logits_output_arg
 from ..exceptions import LabelwiseError
 from ..io import load_array, new_folders, remove_empty, write_json
 from ._common import DefaultsHelpFormatter, earlier_plots_note, remove_earlier_plots
@@ -54,6 +55,14 @@ def add_parser(sub: Any) -> None:
     dp.add_argument("--out", type=Path, required=True, help="output directory")
     dp.add_argument(
         "--layer", default=None, help="layer for the neuron metrics (default: last hidden)"
+    )
+    dp.add_argument(
+        "--logits-output",
+        type=logits_output_arg,
+        default=None,
+        metavar="KEY|INDEX",
+        help="a model with several outputs: the dict key or tuple index of the class scores "
+        "(as for capture; default: a dict's 'logits' or its one (rows, classes) tensor)",
     )
     dp.add_argument("--threshold", type=float, default=0.0, help="a neuron is on above this")
     dp.add_argument("--neuron-k", type=int, default=2, choices=[1, 2, 3], help="k for neurons")
@@ -137,7 +146,7 @@ def cmd_dependability(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     # a classifier's probabilities (one output per row: a binary logit); this command has no
     # --head for capture's note on one-output models to name
-    cap = capture(model, inputs, layer=args.layer, head="softmax")
+    cap = capture(model, inputs, layer=args.layer, head="softmax", logits_output=args.logits_output)
     try:
         rep = dependability_report(
             labels=labels,
@@ -209,7 +218,12 @@ def _model_metrics(
     where: Path,
 ) -> list[str]:
     """The metrics that need the model itself; returns the plots written into ``where``."""
+    from ..adapters.torch import scores_view
+
     written: list[str] = []
+    # the perturbations and occlusion read model(x) as a tensor: a dict or tuple output is
+    # read as capture read it
+    model = scores_view(model, args.logits_output)
     if args.layout == "hwc":
         # the image perturbations and occlusion work on (N, C, H, W)
         from ..adapters.torch import channels_first_view

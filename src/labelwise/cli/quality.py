@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .._deps import install_hint
+from ..adapters._capture import logits_output_arg
 from ..exceptions import LabelwiseError
 from ..io import load_array, write_json
 from ._common import DefaultsHelpFormatter, earlier_plots_note, remove_earlier_plots
@@ -52,6 +53,15 @@ def add_parser(sub: Any) -> None:
     q.add_argument("--model", type=Path, help="TorchScript or pickled model (instead of features)")
     q.add_argument("--train-inputs", type=Path, help="training inputs, .npy or zarr (with --model)")
     q.add_argument("--test-inputs", type=Path, help="test inputs, .npy or zarr (with --model)")
+    q.add_argument(
+        "--logits-output",
+        type=logits_output_arg,
+        default=None,
+        metavar="KEY|INDEX",
+        help="with --model, a model with several outputs: the dict key or tuple index of the "
+        "class scores (as for capture; default: a dict's 'logits' or its one (rows, classes) "
+        "tensor)",
+    )
     q.add_argument("--radius", type=float, default=1.0, help="centroid radius (class median = 1)")
     q.add_argument("--lo", type=float, default=0.0, help="weak-confidence band, lower end")
     q.add_argument("--hi", type=float, default=0.6, help="weak-confidence band, upper end")
@@ -63,6 +73,8 @@ def cmd_quality(args: argparse.Namespace) -> int:
     from ..quality.report import plot_quality, quality_report
 
     classes = None if args.classes is None else read_classes(args.classes)
+    if args.logits_output is not None and args.model is None:
+        raise LabelwiseError("--logits-output needs --model (it picks the model's output)")
     if args.model is not None:
         from ..adapters.torch import capture, load_model
 
@@ -76,8 +88,8 @@ def cmd_quality(args: argparse.Namespace) -> int:
         model = load_model(args.model)
         # a classifier's probabilities (one output per row: a binary logit); this command
         # has no --head for capture's note on one-output models to name
-        train = capture(model, train_x, head="softmax")
-        test = capture(model, test_x, head="softmax")
+        train = capture(model, train_x, head="softmax", logits_output=args.logits_output)
+        test = capture(model, test_x, head="softmax", logits_output=args.logits_output)
         train_f, test_f, test_p = train.activations, test.activations, test.outputs
     else:
         missing = [
