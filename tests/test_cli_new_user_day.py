@@ -5,6 +5,7 @@ CLI."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -880,3 +881,44 @@ def test_dependability_and_quality_of_a_model_returning_a_dict_take_logits_outpu
     assert code == 2 and "--logits-output KEY" in err
     code, _, err = run_cli([*qual, "--logits-output", "scores"], capsys)
     assert code == 0, err
+
+
+def test_ctrl_c_while_the_command_starts_prints_no_traceback(tmp_path: Path) -> None:
+    """The console command 'labelwise' imported the whole package (numba, scipy: about 2 s)
+    before main() ran: a Ctrl-C in those seconds printed a traceback through importlib. The
+    console script (pyproject's [project.scripts]) now enters through a module outside the
+    package that imports it inside a KeyboardInterrupt handler: exit 130, one line."""
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import labelwise
+
+    pyproject = Path(labelwise.__file__).parents[2] / "pyproject.toml"
+    if not pyproject.is_file():
+        pytest.skip("not run from a source tree")
+    target = re.search(r'^labelwise = "([\w.]+):(\w+)"', pyproject.read_text(), re.M)
+    assert target is not None
+    module, function = target.groups()
+    # what the generated console script does, announcing itself before the import
+    code = (
+        "import sys; sys.stderr.write('started\\n'); sys.stderr.flush(); "
+        f"from {module} import {function}; sys.exit({function}())"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(labelwise.__file__).parents[1])}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "--version"],
+        stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    assert proc.stderr.readline() == "started\n"
+    time.sleep(0.05)  # inside the package's import (numba alone takes longer)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    assert (
+        proc.returncode == 130
+        and err == "labelwise: interrupted while starting; nothing was done\n"
+    )
