@@ -1569,15 +1569,6 @@ class _Runner:
     def _outputs(self, out: Any, rows: int) -> np.ndarray:
         import torch
 
-        if isinstance(out, Mapping):
-            key = _tensor_key(out, ("logits", "scores", "output", "outputs"))
-            raise LabelwiseError(
-                f"the model returned a dict with keys {list(out)}; capture takes a tensor of "
-                "outputs or a tuple (features, logits): wrap the model so that forward returns "
-                "the logits, e.g. class Logits(nn.Module): def __init__(self, m): "
-                "super().__init__(); self.m = m / def forward(self, x): return "
-                f"self.m(x)[{key!r}]; then capture(Logits(model), ...)"
-            )
         if not isinstance(out, torch.Tensor):
             raise LabelwiseError(
                 f"the model returned a {type(out).__name__}; expected a tensor of outputs or "
