@@ -633,6 +633,13 @@ class RankingCampaign:
         target, cov = self._against_the_vote(pooled, post_cov, post.design)
         gate = _leader_shrinkage_gate(target, post.design)
         limit = _translation_gate(target, post.design, gate, self._s_total / self.n_inputs)
+        if self.n_classes == 2 and self._vote_prior_zoo():
+            # a binary zoo on the vote's prior: the leaders' pull toward the vote is the bet
+            # its labels' checks already weighed (_vote_prior_average), not a herd's pull; the
+            # limit (its translation, contrast floor and tempered draws) made P(best)
+            # underconfident (9 binary models, 35 labels: 0.39 claimed where it fired, for
+            # 0.88 observed; docs/ranking-notes.md, "P(best) of binary zoos of 7+ models")
+            limit = 0.0
         mean, pad = _limited_translation(target, cov, post.design, limit)
         return pooled, post_cov, cov, mean, pad, limit
 
