@@ -91,6 +91,7 @@ def test_quality_test_labels_of_some_rows_say_which_rows_lack_one(
     code, _, err = run_cli([*argv, "--test-labels", tmp_path / "more.csv"], capsys)
     assert code == 2 and "rows 120, 121 are beyond the last input (row 119)" in err
     assert not (tmp_path / "q").exists()
+    pytest.importorskip("sklearn")  # the run itself needs the study extra (covariate_shift)
     code, _, err = run_cli([*argv, "--test-labels", tmp_path / "y.npy"], capsys)
     assert code == 0, err
 
@@ -815,6 +816,7 @@ def test_ctrl_c_during_the_demo_says_what_it_left(
     were whole (and an earlier run's demo.json stayed beside this run's arrays). A directory
     the run created is now removed; an earlier one is said to be incomplete, its old
     demo.json removed, with the command to run again."""
+    pytest.importorskip("sklearn")  # the demo's digits module needs it (the study extra)
     import labelwise.demo as demo
     import labelwise.experiments.digits as digits
     from labelwise.io import shell_arg
