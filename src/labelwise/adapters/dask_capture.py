@@ -21,6 +21,7 @@ a failure (e.g. NaN in the inputs, named by its global row) leaves nothing behin
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import pickle
@@ -104,6 +105,29 @@ def _capture_block(
     zarr.open_array(acts_path, mode="r+")[start:stop] = cap.activations
     zarr.open_array(outs_path, mode="r+")[start:stop] = cap.outputs
     return start, stop, cap.layer, cap.probabilities_given
+
+
+#: Written into the staging folder by the first block that fails: later blocks skip.
+_FAILED = ".failed"
+
+
+def _settled_block(*args: Any, acts_path: str, **kwargs: Any) -> Any:
+    """:func:`_capture_block` that never raises: ``("ok", result)``, ``("error", exc)`` or
+    None (skipped: a block failed before this one started).
+
+    ``dask.compute`` returns at a block's first error while the other blocks still run, and
+    those went on writing chunks into the staging folder after the failed capture had
+    removed it (the out_dir it made was left behind). Settled blocks let the compute end only
+    when every block has ended; after a failure the blocks not yet started skip at once."""
+    sentinel = Path(acts_path).parent / _FAILED
+    if sentinel.exists():
+        return None
+    try:
+        return "ok", _capture_block(*args, acts_path=acts_path, **kwargs)
+    except Exception as exc:
+        with contextlib.suppress(OSError):
+            sentinel.touch()
+        return "error", exc
 
 
 class _Shipped:
@@ -228,7 +252,7 @@ def capture_to_zarr(
         shipped = dask.delayed(what, name=f"labelwise-model-{uuid.uuid4().hex}")
         blocks = arr.to_delayed().ravel()
         starts = np.concatenate([[0], np.cumsum(arr.chunks[0])[:-1]]).astype(int).tolist()
-        call = dask.delayed(_capture_block, pure=False)
+        call = dask.delayed(_settled_block, pure=False)
         tasks = [
             call(
                 shipped,
@@ -242,7 +266,11 @@ def capture_to_zarr(
             )
             for b, s in zip(blocks, starts, strict=True)
         ]
-        done: list[tuple[int, int, str, bool | None]] = list(dask.compute(*tasks))
+        settled = dask.compute(*tasks)
+        for result in settled:
+            if result is not None and result[0] == "error":
+                raise result[1]
+        done: list[tuple[int, int, str, bool | None]] = [result[1] for result in settled]
         layers = {label for _, _, label, _ in done}
         if layers != {probe.layer}:
             raise LabelwiseError(f"blocks captured different layers: {sorted(layers)}")
