@@ -631,8 +631,6 @@ class RankingCampaign:
         pooled = np.clip(post.mean(), 0.0, 1.0)
         post_cov = post.cov()
         target, cov = self._against_the_vote(pooled, post_cov, post.design)
-        gate = _leader_shrinkage_gate(target, post.design)
-        limit = _translation_gate(target, post.design, gate, self._s_total / self.n_inputs)
         if self.n_classes == 2 and self._vote_prior_zoo():
             # a binary zoo on the vote's prior: the leaders' pull toward the vote is the bet
             # its labels' checks already weighed (_vote_prior_average), not a herd's pull; the
@@ -640,6 +638,9 @@ class RankingCampaign:
             # underconfident (9 binary models, 35 labels: 0.39 claimed where it fired, for
             # 0.88 observed; docs/ranking-notes.md, "P(best) of binary zoos of 7+ models")
             limit = 0.0
+        else:
+            gate = _leader_shrinkage_gate(target, post.design)
+            limit = _translation_gate(target, post.design, gate, self._s_total / self.n_inputs)
         mean, pad = _limited_translation(target, cov, post.design, limit)
         return pooled, post_cov, cov, mean, pad, limit
 
@@ -1147,8 +1148,7 @@ class RankingCampaign:
             s = float(np.clip(-(z + t) / math.sqrt(2.0), 0.0, 1.0))
         else:  # the vote at least _VOTE_AHEAD ahead, and no family standing apart
             s = float(np.clip((_VOTE_AHEAD - (z + t)) / math.sqrt(2.0), 0.0, 1.0))
-            zoo_gap = max((x for x in self._prior_parts.gaps if x is not None), default=0.0)
-            s = 1 - (1 - s) * (1 - min(1.0, zoo_gap / _GAP_FREE) ** 4)
+            s = 1 - (1 - s) * (1 - _free_axis_share(self._prior_parts.largest_gap))
         if s <= 0:
             return bet
         if s >= 1:
@@ -1682,6 +1682,17 @@ class _PriorParts:
         self.tops = tops
         self.gaps = gaps
 
+    @property
+    def largest_gap(self) -> float:
+        """The zoo's largest eigengap over its shaped kernels (0 with none)."""
+        return max((x for x in self.gaps if x is not None), default=0.0)
+
+
+def _free_axis_share(gap: float) -> float:
+    """How free the main axis of the models' disagreement is, by its eigengap:
+    ``min(1, gap / _GAP_FREE)^4`` (0 for no gap, 1 from ``_GAP_FREE`` on)."""
+    return min(1.0, gap / _GAP_FREE) ** 4
+
 
 def _helmert_basis(m: int) -> NDArray[np.float64]:
     """(m, m - 1) orthonormal basis of the vectors summing to 0 (Helmert contrasts)."""
@@ -1873,8 +1884,7 @@ def _tau_mixture(
             s0 = min((m - 1) / float(np.trace(s_inv @ k_q)), ref**2 / k_mean)
             # the share the free main axis leaves: by the zoo's largest eigengap, for every
             # kernel (the unshaped one has no axis, the zoo still has one)
-            zoo_gap = max((x for x in parts.gaps if x is not None), default=0.0)
-            p_wide = _P_WIDE_FEW * (1 - min(1.0, zoo_gap / _GAP_FREE) ** 4)
+            p_wide = _P_WIDE_FEW * (1 - _free_axis_share(parts.largest_gap))
             dens = (1 - p_wide) * 2 * tau2 * s0 / (s0 + tau2) ** 2
             dens = dens + p_wide * taus / (taus[-1] - taus[0])
             log_tau = np.log(dens)
@@ -1900,7 +1910,7 @@ def _tau_mixture(
             if few:  # P(free) 0.9 (less below the gap _GAP_FREE), t1 uniform: grid weights
                 # proportional to t1
                 assert gap is not None
-                p_free = _P_FREE_FEW * min(1.0, gap / _GAP_FREE) ** 4
+                p_free = _P_FREE_FEW * _free_axis_share(gap)
                 t1 = np.sqrt(t1_2)
                 prior = np.log(np.concatenate([[1 - p_free], p_free * t1 / t1.sum()]))
                 prior = prior[:, None]
