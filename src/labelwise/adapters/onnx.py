@@ -38,6 +38,7 @@ from ._capture import (
     array_rows,
     check_head,
     check_logits_output,
+    did_you_mean,
     head_outputs,
     model_file,
     one_output,
@@ -271,11 +272,9 @@ def _prepare(proto: Any, layer: str | None, logits_output: int | str | None = No
     listed = ", ".join(repr(n) for n in out_names)
     if isinstance(logits_output, str):
         if logits_output not in out_names:
-            close = difflib.get_close_matches(logits_output, out_names, n=1)
-            maybe = f" (did you mean {close[0]!r}?)" if close else ""
             raise LabelwiseError(
                 f"logits_output={logits_output!r} (CLI: --logits-output) is not an output of "
-                f"the ONNX model{maybe}; its outputs: {listed}"
+                f"the ONNX model{did_you_mean(logits_output, out_names)}; its outputs: {listed}"
             )
         logits_output = out_names.index(logits_output)
     if logits_output is not None and len(g.output) == 1:

@@ -44,6 +44,7 @@ from ._capture import (
     array_rows,
     check_head,
     check_logits_output,
+    did_you_mean,
     head_outputs,
     model_file,
     one_output,
@@ -1215,8 +1216,7 @@ def _pick_output(out: Any, choice: int | str | None) -> tuple[Any, str | None]:
         )
         if isinstance(choice, str):
             if choice not in out:
-                close = difflib.get_close_matches(choice, [str(k) for k in keys], n=1)
-                maybe = f" (did you mean {close[0]!r}?)" if close else ""
+                maybe = did_you_mean(choice, [str(k) for k in keys])
                 raise LabelwiseError(
                     f"logits_output={choice!r} (CLI: --logits-output) is not a key of the "
                     f"model's output dict{maybe}; its keys: {listed}"
