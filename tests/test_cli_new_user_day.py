@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from labelwise.registry import rank_instead
 from synthetic import run_cli
 
 
@@ -132,6 +133,9 @@ def test_suggested_commands_for_a_directory_with_a_space_can_be_pasted(
     assert code == 0, err
     code, _, err = run_cli(["export", camp, "--format", "label-studio"], capsys)
     assert code == 2 and f"""run 'labelwise next "{camp}"'""" in err
+    # the same in the hint an estimate of a ranking selection gives (registry.rank_instead)
+    said = rank_instead("sds", tmp_path / "my sel", tmp_path / "my sel" / "labels.csv")
+    assert f"""run 'labelwise rank "{tmp_path / "my sel"}" --labels""" in said
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,6 @@ written once.
 from __future__ import annotations
 
 import inspect
-import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ from numpy.typing import ArrayLike
 from ._params import Param, declared_params
 from ._results import Estimate, Selection
 from .exceptions import LabelwiseError
+from .io import shell_arg
 
 __all__ = ["NEEDS", "Method", "get", "methods", "names", "rank_instead", "register"]
 
@@ -172,7 +172,7 @@ def rank_instead(method: str, directory: Any, labels: Any) -> str:
     the ``labelwise rank`` command that uses its labels."""
     return (
         f"a {method} selection ranks models and has no accuracy estimate; run 'labelwise rank "
-        f"{shlex.quote(str(directory))} --labels {shlex.quote(str(labels))}'"
+        f"{shell_arg(directory)} --labels {shell_arg(labels)}'"
     )
 
 
