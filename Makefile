@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-base lint bench study peers clean
+.PHONY: demo test test-base lint bench study peers deepsample-peer clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,22 @@ peers: $(STAMP) $(PEERS_STAMP)
 	$(BIN)/python benchmarks/peers.py dump $(PEERS_DIR)
 	nice -n 10 $(PEERS_VENV)/bin/python benchmarks/peers.py run $(PEERS_DIR) --repetitions 200 --jobs 2
 	nice -n 10 $(BIN)/python benchmarks/peers.py campaign $(PEERS_DIR) --repetitions 500
+
+# DeepSample (Guerriero, Pietrantuono & Russo, ICSE 2024) is Java, not on PyPI: its six
+# classification selectors (SSRS, 2-UPS, GBS, RHC-S, SUPS, DeepEST) on the same piles, with
+# benchmarks/deepsample/Driver.java compiled against a checkout's sources in a temp dir
+# (nothing of DeepSample is kept here). Needs java/javac (17 used) and the Weka,
+# commons-math3 and commons-lang3 jars (Debian: apt-get install weka libcommons-math3-java):
+#   make deepsample-peer DEEPSAMPLE_DIR=/path/to/DeepSample   (git clone of dessertlab/DeepSample)
+DEEPSAMPLE_DIR ?=
+ifneq ($(filter deepsample-peer,$(MAKECMDGOALS)),)
+ifeq ($(DEEPSAMPLE_DIR),)
+$(error set DEEPSAMPLE_DIR=<a checkout of github.com/dessertlab/DeepSample>)
+endif
+endif
+deepsample-peer: $(STAMP)
+	$(BIN)/python benchmarks/peers.py dump $(PEERS_DIR)
+	nice -n 10 $(BIN)/python benchmarks/deepsample_peer.py $(PEERS_DIR) --deepsample $(DEEPSAMPLE_DIR) --repetitions 1000
 
 clean:
 	rm -rf $(VENV) $(BASE_VENV) $(PEERS_VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
