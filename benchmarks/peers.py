@@ -73,7 +73,8 @@ for a row at exactly the peers' sizes.
 GLIDE (``glide-py`` 0.11.0) declares Python >= 3.12 and scipy >= 1.18.1; it uses only
 ``scipy.stats.norm`` and ``scipy.optimize.minimize``, and ``make peers`` installs it with
 ``--no-deps --ignore-requires-python`` into the 3.11 venv (``_versions`` prints the scipy it
-runs against). DeepSample is not on PyPI. ``make peers`` builds the venv and runs all three
+runs against). DeepSample is Java, not on PyPI: ``benchmarks/deepsample_peer.py`` runs it from a
+checkout (``make deepsample-peer``). ``make peers`` builds the venv and runs all three
 commands.
 """
 
