@@ -18,24 +18,27 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import __version__
+from .._startup import quiet_interrupt
 from ..exceptions import LabelwiseError, MissingDependencyError
-from . import (
-    campaign,
-    capture,
-    demo,
-    dependability,
-    estimate,
-    export,
-    import_labels,
-    label,
-    next_batch,
-    quality,
-    rank,
-    report,
-    select,
-    study,
-)
-from ._common import check_seed
+
+with quiet_interrupt():  # python -m labelwise.cli: a Ctrl-C here ends quietly
+    from . import (
+        campaign,
+        capture,
+        demo,
+        dependability,
+        estimate,
+        export,
+        import_labels,
+        label,
+        next_batch,
+        quality,
+        rank,
+        report,
+        select,
+        study,
+    )
+    from ._common import check_seed
 
 __all__ = ["build_parser", "main"]
 
