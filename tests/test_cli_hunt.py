@@ -4,15 +4,20 @@ show, end to end."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
+import numpy as np
 import pytest
 
 import labelwise
+from synthetic import captured_pile, run_cli, srs_selection
 
 INTERRUPTED = "labelwise: interrupted while starting; nothing was done\n"
 
@@ -42,3 +47,77 @@ def test_ctrl_c_while_python_m_imports_the_package_prints_no_traceback(
     err = "".join(x for x in rest.splitlines(keepends=True) if not x.startswith("import time"))
     assert "Traceback" not in err, err
     assert (proc.returncode, out, err) == (130, "", INTERRUPTED)
+
+
+def _tiff_pile(tmp_path: Path) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+    """A captured pile of 12 image files under cap/imgs: .tif RGB, a .tiff of 32-bit float
+    grey, a .tiff of 16-bit grey and .png files; the ids and the pixels written (uint8
+    H x W x C arrays; float and 16-bit ones as written)."""
+    image = pytest.importorskip("PIL.Image")
+    names = ["cat", "dog"]
+    ids = [f"{names[i % 2]}/img {i}." + ("tif" if i % 3 == 0 else "png") for i in range(10)]
+    ids += ["dog/float 10.tiff", "cat/deep 11.tiff"]
+    pile = captured_pile(tmp_path, 3, len(ids), names, 5, ids)
+    pixels: dict[str, Any] = {}
+    gen = np.random.default_rng(0)
+    for name in ids:
+        path = pile["cap"] / "imgs" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if name.startswith("dog/float"):
+            x: Any = gen.normal(size=(5, 7)).astype(np.float32)
+            image.fromarray(x, mode="F").save(path)
+        elif name.startswith("cat/deep"):
+            x = gen.integers(0, 65536, size=(5, 7)).astype(np.uint16)
+            image.fromarray(x).save(path)
+        else:
+            x = gen.integers(0, 256, size=(5, 7, 3)).astype(np.uint8)
+            image.fromarray(x).save(path)
+        pixels[name] = x
+    return pile, ids, pixels
+
+
+def _data_png(url: str) -> Any:
+    """The pixels of a ``data:image/png;base64,...`` URL."""
+    import base64
+    import io
+
+    image = pytest.importorskip("PIL.Image")
+    head, _, body = url.partition(",")
+    assert head == "data:image/png;base64"
+    with image.open(io.BytesIO(base64.b64decode(body))) as im:
+        assert im.format == "PNG"
+        return np.asarray(im)
+
+
+@pytest.mark.parametrize("prefix", [None, "/data/local-files/?d="])
+def test_label_studio_tasks_of_tiff_images_hold_a_png_a_browser_shows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], prefix: str | None
+) -> None:
+    """'labelwise export' pointed a TIFF row's task at the .tif file (or PREFIX + its id),
+    which browsers, and so Label Studio's image view, do not show: the labeller saw a broken
+    image. A TIFF's task now holds the image as a PNG data: URL with the same pixels (float
+    grey scaled from its minimum to its maximum onto 0-255); other images are as before."""
+    pile, ids, pixels = _tiff_pile(tmp_path)
+    sel = srs_selection(pile, capsys, budget=len(ids))
+    extra = [] if prefix is None else ["--image-url-prefix", prefix]
+    code, _, err = run_cli(["export", sel, *extra], capsys)
+    assert code == 0, err
+    assert "6 of the images are TIFF" in err
+    tasks = json.loads((sel / "label-studio-tasks.json").read_text())
+    assert sorted(t["data"]["labelwise_row"] for t in tasks) == list(range(len(ids)))
+    for task in tasks:
+        name = ids[task["data"]["labelwise_row"]]
+        url = task["data"]["image"]
+        if name.endswith(".png"):
+            original = pile["cap"] / "imgs" / name
+            assert url == (
+                str(original.resolve()) if prefix is None else prefix + quote(name, safe="/")
+            )
+            continue
+        shown = _data_png(url)
+        x = pixels[name]
+        if x.dtype == np.float32:
+            expected = np.round((x - x.min()) / (x.max() - x.min()) * 255).astype(np.uint8)
+            np.testing.assert_array_equal(shown, expected)
+        else:
+            np.testing.assert_array_equal(shown, x)

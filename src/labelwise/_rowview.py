@@ -20,7 +20,9 @@ What a row is (:attr:`RowView.kind`):
   (:attr:`RowView.note` is empty), or the pile is not where the capture found it or of an
   unknown kind (:attr:`RowView.note` says so).
 
-:meth:`RowView.text` is a short text form of any row.
+:meth:`RowView.text` is a short text form of any row. :func:`png_bytes` is an image file
+as a browser can show it (a TIFF, which browsers do not show, converted to PNG), and
+:func:`browser_image` the same as a ``data:`` URL for a file a browser cannot show.
 
 A pile that **moved** (its file or image folder is gone) is no error; :attr:`RowView.note`
 names the path. An array or table pile then gives ``"none"``: the rows are still known by
@@ -40,7 +42,9 @@ NumPy only at import; Pillow and pyarrow are imported when a pile needs them.
 
 from __future__ import annotations
 
+import base64
 import csv
+import io
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,13 +59,16 @@ from .io import csv_delimiter
 from .piles import ImageSpec, Pile, open_pile
 from .workspace import CAPTURE, Workspace
 
-__all__ = ["RowView"]
+__all__ = ["RowView", "browser_image", "png_bytes"]
 
 _IMAGE_KINDS = ("images", "image", "image-folder")
 _ARRAY_KINDS = ("npy", "npz", "zarr", "array")
 _TABLE_KINDS = ("csv", "parquet", "table")
 _RECORDED = ("npy", "npz", "zarr", "images", "csv", "parquet")
 _TEXT_VALUES = 64  # a longer row is shown truncated in the text form
+# image files a browser (and so Label Studio's <Image>) shows as they are; TIFF it does not
+BROWSER_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp")
+_PNG_MODES = ("1", "L", "LA", "P", "RGB", "RGBA", "I;16")  # Pillow writes these as PNG
 
 
 class RowView:
@@ -302,3 +309,37 @@ def _cell(v: Any) -> str:
     if v is None:
         return ""
     return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def png_bytes(path: Path, what: str) -> bytes:
+    """The image file ``path`` as PNG bytes: its first frame; a mode PNG cannot hold
+    converted (32-bit integer or float grey scaled from its minimum to its maximum onto
+    0-255, CMYK and other colour spaces to RGB or RGBA). ``what`` names the use in the error
+    when Pillow is missing."""
+    pil = require("PIL.Image", what, extra="images")
+    buf = io.BytesIO()
+    try:
+        with pil.open(path) as im:
+            im.load()
+            if im.mode in ("I", "F"):
+                x = np.asarray(im, dtype=np.float64)
+                finite = x[np.isfinite(x)]
+                lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0, 1)
+                scaled = np.nan_to_num((x - lo) / ((hi - lo) or 1.0), nan=0.0)
+                out = pil.fromarray(np.clip(np.round(scaled * 255), 0, 255).astype(np.uint8))
+            elif im.mode in _PNG_MODES:
+                out = im
+            else:
+                out = im.convert("RGBA" if "A" in im.getbands() else "RGB")
+            out.save(buf, format="PNG")
+    except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError ...
+        raise LabelwiseError(f"cannot read image {path} ({exc})") from None
+    return buf.getvalue()
+
+
+def browser_image(path: Path, what: str) -> str | None:
+    """For an image file a browser cannot show (TIFF: not in ``BROWSER_SUFFIXES``) that is
+    there: the image as a PNG ``data:`` URL (:func:`png_bytes`); None otherwise."""
+    if path.suffix.lower() in BROWSER_SUFFIXES or not path.is_file():
+        return None
+    return "data:image/png;base64," + base64.b64encode(png_bytes(path, what)).decode("ascii")

@@ -40,7 +40,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 from numpy.typing import NDArray
 
-from ._rowview import RowView
+from ._rowview import RowView, browser_image
 from .exceptions import LabelwiseError
 from .io import read_json
 from .workspace import Workspace
@@ -104,9 +104,12 @@ def label_studio_tasks(
 
     Image piles (the capture's ``"pile"`` entry has ``kind: images`` and a ``root``): the task's
     ``image`` is ``image_url_prefix`` + the URL-quoted id (the file's path under the root), or
-    the file's absolute path when no prefix is given. For Label Studio's local file storage
-    (``LOCAL_FILES_DOCUMENT_ROOT`` set to the image root) the prefix is
-    ``/data/local-files/?d=``. Other piles: the task's ``text`` is the row's values.
+    the file's absolute path when no prefix is given. A TIFF image, which browsers and so
+    Label Studio's image view do not show, is converted: its ``image`` is the PNG as a
+    ``data:image/png;base64,...`` URL (Label Studio shows these; a note says how many).
+    For Label Studio's local file storage (``LOCAL_FILES_DOCUMENT_ROOT`` set to the image
+    root) the prefix is ``/data/local-files/?d=``. Other piles: the task's ``text`` is the
+    row's values.
     When the workspace recorded class probabilities, each task carries the model's class as
     a prediction with its probability as ``score``. A pile that moved since the capture is
     no error (see :mod:`labelwise._rowview`): the note saying so is appended to ``notes``.
@@ -150,6 +153,11 @@ def label_studio_tasks(
                 }
             ]
         tasks.append(task)
+    if notes is not None and view.embedded:
+        notes.append(
+            f"{view.embedded} of the images are TIFF, which browsers (and so Label Studio) "
+            "do not show: their tasks hold each as a PNG (a data: URL), not its path or URL"
+        )
     return tasks, labeling_config(names, image=view.image)
 
 
@@ -159,6 +167,7 @@ class _RowView:
 
     def __init__(self, ws: Workspace, ids: Sequence[str] | None) -> None:
         self.rows = RowView(ws, ids)
+        self.embedded = 0  # TIFF images given as PNG data: URLs
 
     @property
     def image(self) -> bool:
@@ -169,8 +178,13 @@ class _RowView:
         return self.rows.note
 
     def image_url(self, row: int, row_id: str, prefix: str | None) -> str:
+        path = self.rows.image_path(row)
+        embedded = browser_image(path, "exporting TIFF images for Label Studio")
+        if embedded is not None:  # TIFF: browsers, and so Label Studio, do not show it
+            self.embedded += 1
+            return embedded
         if prefix is None:
-            return str(self.rows.image_path(row))
+            return str(path)
         return prefix + quote(row_id, safe="/")
 
     def text(self, row: int) -> str:
