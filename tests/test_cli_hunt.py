@@ -4,6 +4,8 @@ show, end to end."""
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import signal
@@ -17,6 +19,8 @@ import numpy as np
 import pytest
 
 import labelwise
+from label_helpers import Running
+from labelwise.cli._labelling import LabelSession
 from synthetic import captured_pile, run_cli, srs_selection
 
 INTERRUPTED = "labelwise: interrupted while starting; nothing was done\n"
@@ -78,9 +82,6 @@ def _tiff_pile(tmp_path: Path) -> tuple[dict[str, Any], list[str], dict[str, Any
 
 def _data_png(url: str) -> Any:
     """The pixels of a ``data:image/png;base64,...`` URL."""
-    import base64
-    import io
-
     image = pytest.importorskip("PIL.Image")
     head, _, body = url.partition(",")
     assert head == "data:image/png;base64"
@@ -121,3 +122,26 @@ def test_label_studio_tasks_of_tiff_images_hold_a_png_a_browser_shows(
             np.testing.assert_array_equal(shown, expected)
         else:
             np.testing.assert_array_equal(shown, x)
+
+
+def test_the_labelling_page_shows_a_float_tiff(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'labelwise label' on a pile of 32-bit float TIFF images (microscopy, remote sensing):
+    the page's GET /api/image/ROW called Pillow's PNG writer on mode F ('cannot write mode F
+    as PNG'), an OSError the server did not catch: a traceback in the terminal and a broken
+    image on the page. The image is now scaled from its minimum to its maximum onto 0-255,
+    as the Label Studio export does."""
+    pile, ids, pixels = _tiff_pile(tmp_path)
+    sel = srs_selection(pile, capsys, budget=len(ids))
+    served = Running(LabelSession(sel))
+    try:
+        row = ids.index("dog/float 10.tiff")
+        code, body, kind = served.get(f"/api/image/{row}")
+    finally:
+        served.stop()
+    assert (code, kind) == (200, "image/png")
+    x = pixels[ids[row]]
+    expected = np.round((x - x.min()) / (x.max() - x.min()) * 255).astype(np.uint8)
+    shown = _data_png("data:image/png;base64," + base64.b64encode(body).decode())
+    np.testing.assert_array_equal(shown, expected)

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._deps import require
-from .._rowview import RowView
+from .._rowview import RowView, png_bytes
 from ..exceptions import LabelwiseError
 from ..workspace import Workspace
 
@@ -76,13 +76,7 @@ class RowRenderer:
         if path.suffix.lower() in _SENT_AS_IS:
             kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
             return path.read_bytes(), kind
-        image = require(
-            "PIL.Image", "showing this image format on the labelling page", extra="images"
-        )
-        buf = io.BytesIO()
-        with image.open(path) as im:
-            im.save(buf, format="PNG")
-        return buf.getvalue(), "image/png"
+        return png_bytes(path, "showing this image format on the labelling page"), "image/png"
 
 
 def _fmt(v: Any) -> str:
