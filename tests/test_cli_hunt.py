@@ -145,3 +145,39 @@ def test_the_labelling_page_shows_a_float_tiff(
     expected = np.round((x - x.min()) / (x.max() - x.min()) * 255).astype(np.uint8)
     shown = _data_png("data:image/png;base64," + base64.b64encode(body).decode())
     np.testing.assert_array_equal(shown, expected)
+
+
+MODEL_COMMANDS = {
+    "capture": ["capture", "--inputs", "x.npy", "--out", "c"],
+    "dependability": ["dependability", "--inputs", "x.npy", "--labels", "y.npy", "--out", "d"],
+    "quality": ["quality", "--train-inputs", "x.npy", "--test-inputs", "x.npy",
+                "--train-labels", "y.npy", "--test-labels", "y.npy", "--out", "q"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("value", ["", "  ", "-1"])
+@pytest.mark.parametrize("command", list(MODEL_COMMANDS))
+def test_an_empty_or_negative_logits_output_names_the_flag(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    value: str,
+) -> None:
+    """'--logits-output ""' was refused, after the model was loaded, with 'logits_output must
+    be None, an output index >= 0 or ...' (the Python argument, and None, which no flag
+    takes); '--logits-output -1' was taken as an output name (-1 is not a key of the model's
+    dict). Both are now refused as the flag is parsed, naming --logits-output."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    torch.save(torch.nn.Linear(3, 2), "m.pt")
+    np.save("x.npy", np.zeros((4, 3), dtype=np.float32))
+    np.save("y.npy", np.zeros(4, dtype=np.int64))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        run_cli([*MODEL_COMMANDS[command], "--model", "m.pt", "--logits-output", value], capsys)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2
+    assert "argument --logits-output: " in err and "logits_output" not in err, err
+    assert ("count from 0" if value == "-1" else "leave --logits-output out") in err
+    assert not any(Path(d).exists() for d in ("c", "d", "q"))

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import difflib
 import os
@@ -200,8 +201,20 @@ def check_logits_output(value: Any) -> int | str | None:
 
 
 def logits_output_arg(text: str) -> int | str:
-    """The CLI's ``--logits-output``: digits are an index, anything else a name."""
+    """The CLI's ``--logits-output``: digits are an index, anything else a name. Nothing (or
+    only spaces) and a negative index are errors naming the flag (argparse prints them
+    before the model is loaded; :func:`check_logits_output` named ``logits_output``)."""
     text = text.strip()
+    if not text:
+        raise argparse.ArgumentTypeError(
+            "give the output that holds the class scores: its index (0, 1, ...) or its name "
+            "(a dict key, an ONNX output name), or leave --logits-output out"
+        )
+    if text[0] == "-" and text[1:].isdigit():
+        raise argparse.ArgumentTypeError(
+            f"{text}: output indices count from 0 (0, 1, ...), not from the end; give the "
+            "index of the output that holds the class scores"
+        )
     return int(text) if text.isdigit() else text
 
 
