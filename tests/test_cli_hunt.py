@@ -181,3 +181,22 @@ def test_an_empty_or_negative_logits_output_names_the_flag(
     assert "argument --logits-output: " in err and "logits_output" not in err, err
     assert ("count from 0" if value == "-1" else "leave --logits-output out") in err
     assert not any(Path(d).exists() for d in ("c", "d", "q"))
+
+
+def test_a_population_size_far_too_large_or_zero_is_an_error_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'select --method srs --population-size 99999999999999' (a typo, or a pile's bytes for
+    its rows) ended in a numpy MemoryError traceback (SRS draws one key per row: 728 TiB);
+    any MemoryError is now one line naming the allocation. '--population-size 0' said 'data
+    must be a positive population size' (the Python argument): it now names the flag. No
+    directory is left behind."""
+    out = tmp_path / "sel"
+    base = ["select", "--method", "srs", "--budget", "10", "--out", out]
+    code, _, err = run_cli([*base, "--population-size", "99999999999999"], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith("labelwise: error: not enough memory for this command (Unable to ")
+    assert "TiB" in err and err.count("\n") == 1
+    code, _, err = run_cli([*base, "--population-size", "0"], capsys)
+    assert code == 2 and err.startswith("labelwise: error: --population-size must be ")
+    assert not out.exists()

@@ -137,6 +137,14 @@ def _main(argv: Sequence[str] | None) -> int:
                 file=sys.stderr,
             )
             code = 2
+        except MemoryError as exc:  # a size far beyond the pile's (--population-size 10**14)
+            text = " ".join(str(exc).split())[:300] or "MemoryError"
+            print(
+                f"labelwise: error: not enough memory for this command ({text}); is a number "
+                "given (a size, a count of rows or draws) far larger than meant?",
+                file=sys.stderr,
+            )
+            code = 2
         except Exception as exc:
             if not _raised_reading_zarr(exc):
                 raise

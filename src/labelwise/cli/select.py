@@ -151,6 +151,11 @@ def cmd_select(args: argparse.Namespace) -> int:
         raise LabelwiseError("--method is required (or use --extend DIR)")
     if args.out is None:
         raise LabelwiseError("--out is required")
+    if args.population_size is not None and args.population_size < 1:
+        raise LabelwiseError(
+            f"--population-size must be the number of rows of the pile (>= 1), got "
+            f"{args.population_size}"
+        )
     method = registry.get(args.method)
     params = _params(args, method)
     ws = Workspace.create(args.out, force=args.force)
