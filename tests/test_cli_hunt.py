@@ -200,3 +200,72 @@ def test_a_population_size_far_too_large_or_zero_is_an_error_not_a_traceback(
     code, _, err = run_cli([*base, "--population-size", "0"], capsys)
     assert code == 2 and err.startswith("labelwise: error: --population-size must be ")
     assert not out.exists()
+
+
+BEFORE_THE_MODEL_RUNS = [
+    ("dependability", ["--out", "setup.txt"], "--out setup.txt is a file, not a directory"),
+    ("dependability", ["--out", "d", "--threshold", "nan"], "--threshold must be a finite"),
+    ("dependability", ["--out", "d", "--perturb", "noise", "--eps", "nan"],
+     "--eps must be a finite number >= 0, got nan"),
+    ("quality", ["--out", "setup.txt"], "--out setup.txt is a file, not a directory"),
+    ("quality", ["--out", "q", "--radius", "nan"], "--radius must be a positive number"),
+    ("quality", ["--out", "q", "--lo", "0.9", "--hi", "0.1"],
+     "--lo must be below --hi (the weak-confidence band), got --lo 0.9 and --hi 0.1"),
+    ("quality", ["--out", "q", "--hi", "nan"], "--hi must be a confidence in [0, 1], got nan"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("command", "extra", "message"), BEFORE_THE_MODEL_RUNS)
+def test_dependability_and_quality_name_their_flags_before_the_model_runs(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    extra: list[str],
+    message: str,
+) -> None:
+    """dependability and quality with --out naming a file ran the model and then said 'File
+    exists: setup.txt (check the path ...)'; --threshold nan said 'threshold must be finite',
+    --eps nan 'sigma must be finite' (an argument of the noise perturbation the user never
+    named), --radius, --lo and --hi were named without their dashes. Each is now refused
+    first, naming the flag; the file given as --out is untouched."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    torch.save(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)),
+               "m.pt")  # fmt: skip
+    np.save("x.npy", np.random.default_rng(0).uniform(size=(8, 3)).astype(np.float32))
+    np.save("y.npy", np.arange(8) % 2)
+    Path("setup.txt").write_text("mine\n")
+    base = (
+        ["--inputs", "x.npy", "--labels", "y.npy"]
+        if command == "dependability"
+        else ["--train-inputs", "x.npy", "--test-inputs", "x.npy", "--train-labels", "y.npy",
+              "--test-labels", "y.npy"]
+    )  # fmt: skip
+    code, _, err = run_cli([command, "--model", "m.pt", *base, *extra], capsys)
+    assert code == 2 and err.startswith(f"labelwise: error: {message}")
+    assert err.count("\n") == 1 and Path("setup.txt").read_text() == "mine\n"
+    assert not Path("d").exists() and not Path("q").exists()
+
+
+def test_quality_test_probs_of_other_rows_name_both_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """quality --test-features of 20 rows with --test-probs of 200 said 'probabilities and
+    labels must have the same number of rows, got 200 and 20' (neither a flag nor the file
+    that is off); it now names --test-probs and --test-features with their files."""
+    monkeypatch.chdir(tmp_path)
+    gen = np.random.default_rng(1)
+    np.save("f.npy", gen.normal(size=(20, 4)))
+    np.save("y.npy", np.arange(20) % 2)
+    np.save("p.npy", np.full((200, 2), 0.5))
+    code, _, err = run_cli(
+        ["quality", "--train-features", "f.npy", "--test-features", "f.npy", "--train-labels",
+         "y.npy", "--test-labels", "y.npy", "--test-probs", "p.npy", "--out", "q"],
+        capsys,
+    )  # fmt: skip
+    assert code == 2
+    assert err.startswith(
+        "labelwise: error: --test-probs p.npy has 200 rows, --test-features f.npy 20: "
+    )
+    assert not Path("q").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import tempfile
@@ -12,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._deps import install_hint
+from .._validation import check_out_dir
 from ..adapters._capture import logits_output_arg
 from ..exceptions import LabelwiseError
 from ..io import load_array, new_folders, remove_empty, write_json
@@ -118,6 +120,13 @@ def cmd_dependability(args: argparse.Namespace) -> int:
     from ..dependability.patterns import plot_activation_pattern
     from ..dependability.report import dependability_report
 
+    # checked before the model runs: --out a file ended in 'File exists' after it, and
+    # --threshold nan or --eps nan were refused naming the Python arguments (threshold, sigma)
+    check_out_dir(args.out, "--out")
+    if not math.isfinite(args.threshold):
+        raise LabelwiseError(f"--threshold must be a finite number, got {args.threshold}")
+    if args.eps is not None and not (math.isfinite(args.eps) and args.eps >= 0):
+        raise LabelwiseError(f"--eps must be a finite number >= 0, got {args.eps}")
     if args.spec is not None and args.scenarios is None:
         # the spec only says which values each condition of --scenarios may take
         raise LabelwiseError("--spec needs --scenarios (the conditions of each input)")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
 from .._deps import install_hint
+from .._validation import check_out_dir
 from ..adapters._capture import logits_output_arg
 from ..exceptions import LabelwiseError
 from ..io import load_array, write_json
@@ -72,6 +74,7 @@ def add_parser(sub: Any) -> None:
 def cmd_quality(args: argparse.Namespace) -> int:
     from ..quality.report import plot_quality, quality_report
 
+    _check_flags(args)
     classes = None if args.classes is None else read_classes(args.classes)
     if args.logits_output is not None and args.model is None:
         raise LabelwiseError("--logits-output needs --model (it picks the model's output)")
@@ -108,6 +111,12 @@ def cmd_quality(args: argparse.Namespace) -> int:
         test_p = load_array(args.test_probs, "--test-probs", mmap=False)
         train_y = read_all_labels(args.train_labels, "--train-labels", _rows(train_f), classes)
         test_y = read_all_labels(args.test_labels, "--test-labels", _rows(test_f), classes)
+        if _rows(test_p) != _rows(test_f):
+            raise LabelwiseError(
+                f"--test-probs {args.test_probs} has {_rows(test_p)} rows, --test-features "
+                f"{args.test_features} {_rows(test_f)}: give both for the same test inputs, "
+                "in the same order"
+            )
     rep = quality_report(
         train_f, train_y, test_f, test_y, test_p, radius=args.radius, lo=args.lo, hi=args.hi
     )
@@ -121,6 +130,26 @@ def cmd_quality(args: argparse.Namespace) -> int:
     if stale:
         print(earlier_plots_note(stale))
     return 0
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """--out, --radius, --lo and --hi, before anything is read or run: --out a file ended in
+    'File exists' once the report was computed, and the others were refused naming the
+    Python arguments (radius, lo, hi)."""
+    check_out_dir(args.out, "--out")
+    if not (math.isfinite(args.radius) and args.radius > 0):
+        raise LabelwiseError(
+            f"--radius must be a positive number (the class median distance is 1), got "
+            f"{args.radius:g}"
+        )
+    for flag, value in (("--lo", args.lo), ("--hi", args.hi)):
+        if not 0 <= value <= 1:  # NaN fails too
+            raise LabelwiseError(f"{flag} must be a confidence in [0, 1], got {value:g}")
+    if args.lo >= args.hi:
+        raise LabelwiseError(
+            f"--lo must be below --hi (the weak-confidence band), got --lo {args.lo:g} and "
+            f"--hi {args.hi:g}"
+        )
 
 
 def _rows(array: Any) -> int | None:
