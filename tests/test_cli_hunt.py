@@ -269,3 +269,36 @@ def test_quality_test_probs_of_other_rows_name_both_flags(
         "labelwise: error: --test-probs p.npy has 200 rows, --test-features f.npy 20: "
     )
     assert not Path("q").exists()
+
+
+def test_a_budget_out_of_range_names_the_flag_new_or_extended(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'select --budget 0' said 'budget must be in [1, 40] ...' and 'select --extend DIR
+    --budget 0' 'additional budget must be in [1, 30] ...' (the Python arguments of
+    ces_select and extend); a selection of every row extended said 'additional budget cannot
+    be met'. They now name --budget, with the rows there are or are left."""
+    pile = captured_pile(tmp_path, 2, 40, ["a", "b"], 4, [f"r{i}" for i in range(40)])
+    cap = pile["cap"]
+    arrays = ["--activations", cap / "activations.npy", "--probs", cap / "probabilities.npy"]
+    out = tmp_path / "s"
+    for budget in ("0", "41"):
+        code, _, err = run_cli(
+            ["select", "--method", "ces", "--budget", budget, *arrays, "--out", out], capsys
+        )
+        assert code == 2 and err == (
+            f"labelwise: error: --budget must be in [1, 40] (the population has 40 rows), got "
+            f"{budget}\n"
+        )
+    assert not out.exists()
+    sel = srs_selection(pile, capsys, budget=10)
+    for budget in ("0", "31"):
+        code, _, err = run_cli(["select", "--extend", sel, "--budget", budget], capsys)
+        assert code == 2 and err == (
+            "labelwise: error: --budget must be in [1, 30] (the rows not yet selected: 30 of "
+            f"40), got {budget}\n"
+        )
+    code, _, err = run_cli(["select", "--extend", sel, "--budget", "30"], capsys)
+    assert code == 0, err
+    code, _, err = run_cli(["select", "--extend", sel, "--budget", "1"], capsys)
+    assert code == 2 and "every one of the 40 rows is already selected" in err

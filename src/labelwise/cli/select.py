@@ -15,6 +15,7 @@ import numpy as np
 from .. import registry
 from .._params import Param
 from .._results import Selection
+from .._validation import check_budget
 from ..exceptions import LabelwiseError
 from ..sampling import extend
 from ..workspace import Workspace
@@ -191,6 +192,9 @@ def cmd_select(args: argparse.Namespace) -> int:
             "of the arrays given; leave it out (it is for SRS without any array)"
         )
     data = _data(method, arrays, rows, args.population_size)
+    # the flag named ('budget must be in [1, 200]' named the Python argument); a method's own
+    # minimum (CSS: one label per stratum) is the sampler's to say
+    check_budget(args.budget, next(iter(rows)) if rows else int(data), name="--budget")
     store_classes(ws, args.classes, n_classes=_n_classes(arrays), fresh=True)
     sel = method.run(data, args.budget, rng=ws.seed, progress=True, **params)
     ws.write_selection(sel)  # with the classes: a failed run leaves an older selection's names
@@ -275,6 +279,20 @@ def _select_extend(args: argparse.Namespace) -> int:
             "--seed does not apply to --extend: the selection continues its own random stream "
             "(so that selecting n and extending by m equals selecting n + m)"
         )
+    left = sel.population_size - sel.budget
+    if left == 0:
+        raise LabelwiseError(
+            f"--extend {args.extend}: every one of the {sel.population_size} rows is already "
+            "selected; there is nothing to add"
+        )
+    # before the labels are read ('additional budget must be in ...' named the Python
+    # argument, after them)
+    check_budget(
+        args.budget,
+        left,
+        name="--budget",
+        context=f"the rows not yet selected: {left} of {sel.population_size}",
+    )
     labels = None
     if args.labels is not None:
         if not method.learns:
