@@ -302,3 +302,27 @@ def test_a_budget_out_of_range_names_the_flag_new_or_extended(
     assert code == 0, err
     code, _, err = run_cli(["select", "--extend", sel, "--budget", "1"], capsys)
     assert code == 2 and "every one of the 40 rows is already selected" in err
+
+
+def test_campaign_score_floor_mistakes_name_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'campaign --score-floor' on a classifier's campaign said 'score_floor applies to
+    regression campaigns (probabilities=None)', and --score-floor nan on a regression one
+    'score_floor must be a finite number below 1': Campaign's Python arguments. Both now
+    name --score-floor (and --probs); no campaign directory is left."""
+    pile = captured_pile(tmp_path, 5, 30, ["a", "b"], 4, [f"r{i}" for i in range(30)])
+    cap = pile["cap"]
+    np.save(tmp_path / "reg.npy", np.linspace(-1, 1, 30))
+    d = tmp_path / "camp"
+    acts = ["campaign", d, "--activations", cap / "activations.npy"]
+    cases = [
+        (["--probs", cap / "probabilities.npy", "--score-floor", "0.5"],
+         "--score-floor applies to regression campaigns (without --probs)"),
+        (["--predictions", tmp_path / "reg.npy", "--score-floor", "nan"],
+         "--score-floor must be a finite number below 1"),
+    ]  # fmt: skip
+    for extra, message in cases:
+        code, _, err = run_cli([*acts, *extra], capsys)
+        assert code == 2 and err.startswith(f"labelwise: error: {message}"), err
+        assert not d.exists()

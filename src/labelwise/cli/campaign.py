@@ -185,6 +185,19 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     ):
         if value is not None and value < 1:
             raise LabelwiseError(f"{flag} must be a positive integer, got {value}")
+    # Campaign's messages named its Python arguments (score_floor, probabilities=None)
+    if args.score_floor is not None and probs is not None:
+        raise LabelwiseError(
+            "--score-floor applies to regression campaigns (without --probs): accuracy "
+            "scores are already in [0, 1]; drop it"
+        )
+    if args.score_floor is not None and not (
+        math.isfinite(args.score_floor) and args.score_floor < 1
+    ):
+        raise LabelwiseError(
+            "--score-floor must be a finite number below 1 (1 - the largest squared error), "
+            f"got {args.score_floor:g}"
+        )
     camp = Campaign(
         acts,
         probs,
