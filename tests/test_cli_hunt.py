@@ -326,3 +326,20 @@ def test_campaign_score_floor_mistakes_name_the_flag(
         code, _, err = run_cli([*acts, *extra], capsys)
         assert code == 2 and err.startswith(f"labelwise: error: {message}"), err
         assert not d.exists()
+
+
+@pytest.mark.parametrize("mutant", ["8-8", "10-0", "8-0,0-7"])
+def test_demo_mutant_mistakes_name_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], mutant: str
+) -> None:
+    """'demo --mutant 8-8' said 'each pair must hold two different labels; got (8, 8)',
+    --mutant 10-0 'mutant must look like '8-0'' (no flag, and not that the classes are the
+    digits 0 to 9), 8-0,0-7 'label 0 appears in more than one pair'. Each now names
+    --mutant and what it takes, before anything is trained or written."""
+    out = tmp_path / "demo"
+    code, _, err = run_cli(["demo", "--mutant", mutant, "--out", out], capsys)
+    assert code == 2 and err == (
+        "labelwise: error: --mutant must be pairs of two different digit classes (0 to 9) to "
+        f"swap, each class in one pair at most, e.g. 8-0 or 8-0,7-1; got {mutant!r}\n"
+    )
+    assert not out.exists()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
 from .._deps import install_hint
+from ..exceptions import LabelwiseError
 from ._common import DefaultsHelpFormatter
 
 
@@ -44,6 +46,8 @@ def add_parser(sub: Any) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..demo import run_demo
 
+    if args.mutant is not None:
+        _check_mutant(args.mutant)
     return run_demo(
         shift=args.shift,
         mutant=args.mutant,
@@ -52,3 +56,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
         seed=args.seed,
         out=args.out,
     )
+
+
+def _check_mutant(text: str) -> None:
+    """--mutant: pairs of two different digit classes, each class in one pair at most (the
+    library said 'mutant must look like ...' and 'each pair must hold ...', without the
+    flag, and did not say the classes are the digits 0 to 9)."""
+    seen: set[str] = set()
+    for part in text.split(","):
+        match = re.fullmatch(r"\s*(\d)\s*-\s*(\d)\s*", part)
+        pair = None if match is None else match.groups()
+        if pair is None or pair[0] == pair[1] or seen & set(pair):
+            raise LabelwiseError(
+                "--mutant must be pairs of two different digit classes (0 to 9) to swap, each "
+                f"class in one pair at most, e.g. 8-0 or 8-0,7-1; got {text!r}"
+            )
+        seen.update(pair)
