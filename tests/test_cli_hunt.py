@@ -343,3 +343,19 @@ def test_demo_mutant_mistakes_name_the_flag(
         f"swap, each class in one pair at most, e.g. 8-0 or 8-0,7-1; got {mutant!r}\n"
     )
     assert not out.exists()
+
+
+def test_ces_on_constant_activations_says_which_method_to_use_in_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'select --method ces' on activations that never vary (an int array of ones, a dead
+    layer) said '... (use srs_select)': a Python function the CLI user cannot call. It now
+    also names the flag to use, --method srs."""
+    np.save(tmp_path / "a.npy", np.ones((30, 4), dtype=np.int64))
+    code, _, err = run_cli(
+        ["select", "--method", "ces", "--budget", "5", "--activations", tmp_path / "a.npy",
+         "--out", tmp_path / "s"],
+        capsys,
+    )  # fmt: skip
+    assert code == 2 and "activations must vary" in err and "--method srs" in err, err
+    assert not (tmp_path / "s").exists()

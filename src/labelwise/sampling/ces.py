@@ -271,7 +271,7 @@ class CESState:
         if not varying.any():
             raise LabelwiseError(
                 "activations must vary: every neuron is constant on the pile, so CES has nothing "
-                "to condition on (use srs_select)"
+                "to condition on (use srs_select; CLI: --method srs)"
             )
         if self.n_constant:
             warnings.warn(
