@@ -359,3 +359,37 @@ def test_ces_on_constant_activations_says_which_method_to_use_in_the_cli(
     )  # fmt: skip
     assert code == 2 and "activations must vary" in err and "--method srs" in err, err
     assert not (tmp_path / "s").exists()
+
+
+EMPTY_PATHS = [
+    (["select", "--method", "srs", "--budget", "5", "--activations", "a.npy", "--out", ""],
+     "--out"),
+    (["select", "--method", "srs", "--budget", "5", "--activations", "", "--out", "s"],
+     "--activations"),
+    (["estimate", "", "--labels", "labels.csv"], "dir"),
+    (["report", "sel", "--labels", " "], "--labels"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "flag"), EMPTY_PATHS)
+def test_an_empty_path_is_refused_not_taken_for_the_current_directory(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    flag: str,
+) -> None:
+    """argparse's type=Path made '' the current directory: 'select ... --out "$OUT"' with OUT
+    unset wrote to_label.csv and selection.json into it, '--activations ""' read it as
+    chunks of an array, 'capture --inputs ""' as an image folder. Every path argument now
+    refuses an empty (or blank) value, naming it; nothing is written."""
+    monkeypatch.chdir(tmp_path)
+    np.save("a.npy", np.random.default_rng(0).normal(size=(20, 3)))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        run_cli(argv, capsys)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2
+    assert f"error: argument {flag}: an empty path (an unset shell variable?)" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -15,6 +15,7 @@ import threading
 import traceback
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from .. import __version__
@@ -185,4 +186,27 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for module in SUBCOMMANDS:
         module.add_parser(sub)
+    _refuse_empty_paths(p)
     return p
+
+
+def _path(text: str) -> Path:
+    """A path argument: ``Path(text)``, but an empty one is an error. ``Path("")`` is ``.``:
+    ``--out "$OUT"`` with OUT unset wrote a selection into the current directory, and
+    ``--inputs ""`` read it as an image folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "an empty path (an unset shell variable?); give a file or directory name, or . "
+            "for the current directory"
+        )
+    return Path(text)
+
+
+def _refuse_empty_paths(parser: argparse.ArgumentParser) -> None:
+    """Give every ``type=Path`` argument of ``parser`` and its subcommands :func:`_path`."""
+    for action in parser._actions:
+        if action.type is Path:
+            action.type = _path
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _refuse_empty_paths(child)
