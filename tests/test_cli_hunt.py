@@ -393,3 +393,50 @@ def test_an_empty_path_is_refused_not_taken_for_the_current_directory(
     assert stop.value.code == 2
     assert f"error: argument {flag}: an empty path (an unset shell variable?)" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+SCENARIO_MISTAKES = [
+    ("weather,light\n" + "sun,day\n" * 5, [], "--scenarios s.csv has 5 rows of conditions, "
+     "--inputs x.npy 8 inputs: give one row per input"),
+    ("weather,light\n" + "caf\xe9,day\n" * 8, [], "--scenarios: cannot read s.csv ('utf-8'"),
+    ("", [], "--scenarios: s.csv is empty (a header row is needed)"),
+    ("weather,light\n" + "sun,day\n" * 8, ["--k", "3"],
+     "--k must be at most the number of conditions (the 2 columns of --scenarios s.csv), got 3"),
+    ("weather,light\n" + "sun,day\n" * 8, ["--spec", "bad.json"],
+     "--spec: the allowed values of condition 'weather' must be a list, got 'sun'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("csv_text", "extra", "message"),
+    SCENARIO_MISTAKES,
+    ids=["rows", "latin1", "empty", "k", "spec"],
+)
+def test_dependability_scenario_mistakes_name_the_flags_before_the_model_runs(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    csv_text: str,
+    extra: list[str],
+    message: str,
+) -> None:
+    """dependability --scenarios/--spec were read by the report after the model ran, and
+    their errors named the library's words: 'conditions: cannot read s.csv', 'scenarios
+    column 'weather' must have one value per input (8), got 5', 'k must be at most the
+    number of conditions (2)', 'spec['weather'] must be a list'. The CLI now reads both
+    first and names --scenarios, --spec, --k and --inputs; --out is not made."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    torch.save(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)),
+               "m.pt")  # fmt: skip
+    np.save("x.npy", np.random.default_rng(0).uniform(size=(8, 3)).astype(np.float32))
+    np.save("y.npy", np.arange(8) % 2)
+    Path("s.csv").write_bytes(csv_text.encode("latin-1"))
+    Path("bad.json").write_text('{"weather": "sun", "light": ["day"]}')
+    code, _, err = run_cli(
+        ["dependability", "--model", "m.pt", "--inputs", "x.npy", "--labels", "y.npy",
+         "--scenarios", "s.csv", *extra, "--out", "d"],
+        capsys,
+    )  # fmt: skip
+    assert code == 2 and err.startswith(f"labelwise: error: {message}"), err
+    assert not Path("d").exists()

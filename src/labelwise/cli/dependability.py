@@ -146,9 +146,16 @@ def cmd_dependability(args: argparse.Namespace) -> int:
     if args.masks is not None and not 0 < args.rho < 1:
         # the occluded class probability is in [0, 1]: rho >= 1 makes every window hot
         raise LabelwiseError(f"--rho must be a class probability in (0, 1), got {args.rho:g}")
+    scenarios, spec = _read_scenarios(args)
     inputs = load_array(args.inputs, "--inputs")
     if inputs.ndim == 0 or inputs.shape[0] == 0:
         raise LabelwiseError(f"--inputs: {args.inputs} has no rows (shape {inputs.shape})")
+    n_conditions = len(next(iter(scenarios.values()))) if scenarios else None
+    if n_conditions is not None and n_conditions != inputs.shape[0]:
+        raise LabelwiseError(
+            f"--scenarios {args.scenarios} has {n_conditions} rows of conditions, --inputs "
+            f"{args.inputs} {inputs.shape[0]} inputs: give one row per input, in their order"
+        )
     _check_layout(args, inputs.shape)
     classes = None if args.classes is None else read_classes(args.classes)
     labels = read_all_labels(args.labels, "--labels", inputs.shape[0], classes)
@@ -161,8 +168,8 @@ def cmd_dependability(args: argparse.Namespace) -> int:
             labels=labels,
             probabilities=cap.outputs,
             activations=cap.activations,
-            scenarios=None if args.scenarios is None else str(args.scenarios),
-            spec=None if args.spec is None else str(args.spec),
+            scenarios=scenarios,
+            spec=spec,
             scenario_k=args.k,
             neuron_k=args.neuron_k,
             threshold=args.threshold,
@@ -213,6 +220,23 @@ def cmd_dependability(args: argparse.Namespace) -> int:
     if stale:
         print(earlier_plots_note(stale))
     return 0
+
+
+def _read_scenarios(
+    args: argparse.Namespace,
+) -> tuple[dict[str, list[str]] | None, dict[str, tuple[Any, ...]] | None]:
+    """--scenarios and --spec read and checked before the model runs, naming the flags (the
+    report read them later and said 'conditions: ...', 'spec[...]', 'k must be ...')."""
+    from ..dependability.scenario import _read_csv, _read_spec
+
+    scenarios = None if args.scenarios is None else _read_csv(args.scenarios, "--scenarios")
+    if scenarios is not None and args.k > len(scenarios):
+        raise LabelwiseError(
+            f"--k must be at most the number of conditions (the {len(scenarios)} columns of "
+            f"--scenarios {args.scenarios}), got {args.k}"
+        )
+    spec = None if args.spec is None else _read_spec(args.spec, "--spec")
+    return scenarios, spec
 
 
 _PLOTS = ("patterns.png", "confidence_loss.png", "interpretation.png")  # what a run may plot

@@ -595,29 +595,28 @@ def _read_table(conditions: TableLike) -> dict[str, NDArray[Any]]:
     return columns
 
 
-def _read_csv(path: Path) -> dict[str, list[str]]:
+def _read_csv(path: Path, what: str = "conditions") -> dict[str, list[str]]:
+    """The CSV of conditions as columns of text; ``what`` names it in errors (the CLI: its
+    flag, --scenarios)."""
     if not path.is_file():
-        raise LabelwiseError(f"conditions: {path} does not exist or is not a file")
+        raise LabelwiseError(f"{what}: {path} does not exist or is not a file")
     try:
         with open(path, encoding="utf-8-sig", newline="") as fh:
             reader = csv.reader(fh)
             header = next(reader, None)
             body = [(i, r) for i, r in enumerate(reader, start=2) if any(c.strip() for c in r)]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise LabelwiseError(f"conditions: cannot read {path} ({exc})") from None
+        raise LabelwiseError(f"{what}: cannot read {path} ({exc})") from None
     if header is None:
-        raise LabelwiseError(f"conditions: {path} is empty (a header row is needed)")
+        raise LabelwiseError(f"{what}: {path} is empty (a header row is needed)")
     names = [h.strip() for h in header]
     if len(set(names)) != len(names) or "" in names:
-        raise LabelwiseError(
-            f"conditions: {path} needs distinct, non-empty column names, got {header}"
-        )
+        raise LabelwiseError(f"{what}: {path} needs distinct, non-empty column names, got {header}")
     columns: dict[str, list[str]] = {c: [] for c in names}
     for line_no, rec in body:
         if len(rec) != len(names):
             raise LabelwiseError(
-                f"conditions: {path} line {line_no} has {len(rec)} fields, the header "
-                f"has {len(names)}"
+                f"{what}: {path} line {line_no} has {len(rec)} fields, the header has {len(names)}"
             )
         for c, cell in zip(names, rec, strict=True):
             columns[c].append(cell.strip())
@@ -709,26 +708,30 @@ def _encode(name: str, col: NDArray[Any], lookup: _Lookup) -> NDArray[np.int64]:
     return mapping[inv]
 
 
-def _read_spec(spec: Any) -> dict[str, tuple[Any, ...]]:
+def _read_spec(spec: Any, what: str = "spec") -> dict[str, tuple[Any, ...]]:
+    """The spec (a mapping, or a JSON or YAML file of one) checked; ``what`` names it in
+    errors (the CLI: its flag, --spec)."""
     if isinstance(spec, str | os.PathLike):
         path = Path(spec)
         is_yaml = path.suffix.lower() in (".yaml", ".yml")
-        raw = _read_yaml(path) if is_yaml else read_json(path, "spec")
+        raw = _read_yaml(path) if is_yaml else read_json(path, what)
     else:
         raw = spec
     if not isinstance(raw, Mapping) or not raw:
         raise LabelwiseError(
-            "spec must map each condition to its list of allowed values, e.g. "
+            f"{what} must map each condition to its list of allowed values, e.g. "
             f'{{"weather": ["sunny", "rainy"]}}, got {type(raw).__name__}'
         )
     out: dict[str, tuple[Any, ...]] = {}
     for name, vals in raw.items():
         if not isinstance(name, str):
-            raise LabelwiseError(f"spec's condition names must be strings, got {name!r}")
+            raise LabelwiseError(f"{what}'s condition names must be strings, got {name!r}")
         if isinstance(vals, str | bytes | Mapping) or not isinstance(vals, Sequence | np.ndarray):
-            raise LabelwiseError(f"spec[{name!r}] must be a list of allowed values, got {vals!r}")
+            raise LabelwiseError(
+                f"{what}: the allowed values of condition {name!r} must be a list, got {vals!r}"
+            )
         values = tuple(_plain(v) for v in vals)
-        _check_values(name, values, "spec")
+        _check_values(name, values, what)
         out[name] = values
     return out
 
