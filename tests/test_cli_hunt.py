@@ -440,3 +440,22 @@ def test_dependability_scenario_mistakes_name_the_flags_before_the_model_runs(
     )  # fmt: skip
     assert code == 2 and err.startswith(f"labelwise: error: {message}"), err
     assert not Path("d").exists()
+
+
+def test_ces_on_one_dimensional_activations_names_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'select --method ces --activations a.npy' with a.npy of shape (30,) (one value per
+    row, e.g. a confidence saved as the activations) said 'activations must be 2-D or 3-D
+    or 4-D or 5-D'; the registry now gives CES's ranks, and the CLI's check names
+    --activations and the method."""
+    np.save(tmp_path / "a.npy", np.linspace(0, 1, 30))
+    code, _, err = run_cli(
+        ["select", "--method", "ces", "--budget", "5", "--activations", tmp_path / "a.npy",
+         "--out", tmp_path / "s"],
+        capsys,
+    )  # fmt: skip
+    assert code == 2 and err.startswith(
+        "labelwise: error: --activations must be 2-D or 3-D or 4-D or 5-D for CES "
+    ), err
+    assert "got shape (30,)" in err and not (tmp_path / "s").exists()

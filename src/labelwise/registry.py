@@ -244,6 +244,7 @@ def _register_builtins() -> None:
             ces.ces_select,
             ces._ces_extend,
             mean_estimator(ces_estimate),
+            data_ndim=(2, 3, 4, 5),  # a layer's (N, m) or (N, C, H, W) outputs, as CES reads
         ),
         Method(
             "sds",

@@ -256,7 +256,7 @@ def _data(
     arr = arrays[method.data]
     if method.data_ndim and arr.ndim not in method.data_ndim:
         raise LabelwiseError(
-            f"{flag} must have {' or '.join(str(n) for n in method.data_ndim)} dimensions for "
+            f"{flag} must be {' or '.join(f'{n}-D' for n in method.data_ndim)} for "
             f"{method.name.upper()} ({method.needs}), got shape {arr.shape}"
         )
     if method.data == "probs":
