@@ -459,3 +459,32 @@ def test_ces_on_one_dimensional_activations_names_the_flag(
         "labelwise: error: --activations must be 2-D or 3-D or 4-D or 5-D for CES "
     ), err
     assert "got shape (30,)" in err and not (tmp_path / "s").exists()
+
+
+def test_export_of_a_campaign_labelled_to_the_last_row_does_not_send_to_next(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'labelwise export DIR' of a campaign whose every row was proposed and labelled said
+    'has no rows waiting for labels; run 'labelwise next DIR'', and next then said every row
+    has been proposed. It now says the pile is labelled to the last row and where the
+    estimate is; a campaign with rows left still gets the 'next' hint."""
+    pile = captured_pile(tmp_path, 4, 12, ["a", "b"], 3, [f"r{i}" for i in range(12)])
+    cap, d = pile["cap"], tmp_path / "camp"
+    code, _, err = run_cli(
+        ["campaign", d, "--activations", cap / "activations.npy", "--probs",
+         cap / "probabilities.npy", "--seed", "0"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    code, _, err = run_cli(["export", d], capsys)
+    assert code == 2 and f"run 'labelwise next {d}'" in err, err
+    assert run_cli(["next", d, "--batch", "12"], capsys)[0] == 0
+    (tmp_path / "l.csv").write_text(
+        "row,label\n" + "".join(f"{r},{int(pile['y'][r])}\n" for r in range(12))
+    )
+    code, _, err = run_cli(["estimate", d, "--labels", tmp_path / "l.csv"], capsys)
+    assert code == 0, err
+    code, _, err = run_cli(["export", d], capsys)
+    assert code == 2 and "labelwise next" not in err, err
+    assert "every row of its pile has been proposed and labelled" in err
+    assert f"'labelwise report {d}'" in err

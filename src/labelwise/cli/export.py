@@ -115,6 +115,13 @@ def check_classification(ws: Workspace, held: str, directory: Path) -> None:
 def cmd_export(args: argparse.Namespace) -> int:
     held, rows = rows_to_label(args.dir)
     if rows.size == 0:
+        if held == "campaign" and _every_row_proposed(args.dir):
+            # 'run labelwise next' sent the user to a command that says nothing is left
+            raise LabelwiseError(
+                f"DIR {args.dir} has no rows waiting for labels: every row of its pile has been "
+                "proposed and labelled, nothing is left to export; its estimate: 'labelwise "
+                f"report {shell_arg(args.dir)}'"
+            )
         hint = f"labelwise next {shell_arg(args.dir)}" if held == "campaign" else "labelwise select"
         raise LabelwiseError(f"DIR {args.dir} has no rows waiting for labels; run '{hint}'")
     ws = open_workspace(args.dir, held)
@@ -189,6 +196,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     then = f"labelwise import {shell_arg(args.dir)} EXPORT.json"
     print(f"  then:   {then}  (Label Studio's JSON export)")
     return 0
+
+
+def _every_row_proposed(directory: Path) -> bool:
+    """Whether the campaign in ``directory`` has proposed every row of its pile."""
+    from .campaign import CampaignState
+
+    camp = CampaignState.open(directory).camp
+    return camp.n_proposed >= camp.population_size
 
 
 def _task_file(given: str) -> Path:
