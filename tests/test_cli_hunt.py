@@ -493,3 +493,26 @@ def test_export_of_a_campaign_labelled_to_the_last_row_does_not_send_to_next(
     assert code == 2 and "labelwise next" not in err, err
     assert "every row of its pile has been proposed and labelled" in err
     assert f"'labelwise report {d}'" in err
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_ces_on_nonfinite_activations_names_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: float
+) -> None:
+    """'select --method ces' on activations holding NaN (or infinity) said 'activations must
+    be finite, found NaN or infinity at row 7': CES's argument, found in the range pass CES
+    makes anyway. The CLI now names --activations (the sampler's error, translated: no
+    second pass over the data); nothing is written."""
+    a = np.random.default_rng(2).normal(size=(30, 4))
+    a[7, 2] = bad
+    np.save(tmp_path / "a.npy", a)
+    code, _, err = run_cli(
+        ["select", "--method", "ces", "--budget", "5", "--activations", tmp_path / "a.npy",
+         "--out", tmp_path / "s"],
+        capsys,
+    )  # fmt: skip
+    assert code == 2 and err == (
+        "labelwise: error: --activations must be finite, found NaN or infinity at row 7 (drop "
+        "or impute those rows first)\n"
+    ), err
+    assert not (tmp_path / "s").exists()

@@ -196,10 +196,23 @@ def cmd_select(args: argparse.Namespace) -> int:
     # minimum (CSS: one label per stratum) is the sampler's to say
     check_budget(args.budget, next(iter(rows)) if rows else int(data), name="--budget")
     store_classes(ws, args.classes, n_classes=_n_classes(arrays), fresh=True)
-    sel = method.run(data, args.budget, rng=ws.seed, progress=True, **params)
+    try:
+        sel = method.run(data, args.budget, rng=ws.seed, progress=True, **params)
+    except LabelwiseError as exc:
+        raise _flag_named(exc, method) from None
     ws.write_selection(sel)  # with the classes: a failed run leaves an older selection's names
     _print_selection(sel, ws, new_from=0)
     return 0
+
+
+def _flag_named(exc: LabelwiseError, method: registry.Method) -> LabelwiseError:
+    """The sampler's error about its data array with the flag the array came from: CES finds
+    NaN or infinity in the range pass it makes anyway ('activations must be finite, ...'),
+    so the CLI does not read the array a second time to say it first."""
+    text = str(exc)
+    if method.data is not None and text.startswith(f"{method.data} "):
+        return LabelwiseError(DATA_FLAGS[method.data] + text[len(method.data) :])
+    return exc
 
 
 def _n_classes(arrays: dict[str, np.ndarray]) -> int | None:
