@@ -516,3 +516,50 @@ def test_ces_on_nonfinite_activations_names_the_flag(
         "or impute those rows first)\n"
     ), err
     assert not (tmp_path / "s").exists()
+
+
+MODEL_CLASS_MISTAKES = [
+    ("nope_not_a_module:Net", None, "cannot import module 'nope_not_a_module' for --model-class "
+     "'nope_not_a_module:Net' (No module named 'nope_not_a_module')"),
+    ("os:Net", None, "--model-class 'os:Net': module 'os' has no class 'Net'"),
+    ("Net", None, "--model-class must look like 'package.module:Class', got 'Net'"),
+    ("os.path:join", None, "--model-class 'os.path:join' is a function, not a class"),
+    ("torch.nn:Linear", None, "could not build Linear(**{}): TypeError: "),
+    ("torch.nn:Linear", '{"in_features": 3, "out_features": 5}',
+     "the weights in 'sd.pt' do not fit Linear(**{'in_features': 3, 'out_features': 5}): size "
+     "mismatch for 'weight': the file has (2, 3), the model (5, 3); check --model-class and "
+     "--model-kwargs (e.g. layer sizes)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("spec", "kwargs", "message"),
+    MODEL_CLASS_MISTAKES,
+    ids=["import", "no-class", "form", "function", "no-kwargs", "weights"],
+)
+def test_capture_model_class_mistakes_name_the_flag(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    spec: str,
+    kwargs: str | None,
+    message: str,
+) -> None:
+    """'capture --model-class nope:X --state-dict sd.pt' said "cannot import module 'nope' for
+    model_class 'nope:X'", and the other mistakes 'model_class must look like ...', 'module
+    'os' has no class ...' (no flag), '... as model_kwargs', 'check model_class and
+    model_kwargs': load_model's Python arguments. They now name --model-class and
+    --model-kwargs; --out is not made."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    torch.save(torch.nn.Linear(3, 2).state_dict(), "sd.pt")
+    np.save("x.npy", np.zeros((4, 3), dtype=np.float32))
+    extra = [] if kwargs is None else ["--model-kwargs", kwargs]
+    code, _, err = run_cli(
+        ["capture", "--inputs", "x.npy", "--state-dict", "sd.pt", "--model-class", spec, *extra,
+         "--out", "c"],
+        capsys,
+    )  # fmt: skip
+    assert code == 2 and err.startswith(f"labelwise: error: {message}"), err
+    assert "model_class" not in err and "model_kwargs" not in err, err
+    assert err.count("\n") == 1 and not Path("c").exists()

@@ -129,8 +129,10 @@ def _load(
     *,
     model_class: str | type | None = None,
     model_kwargs: Mapping[str, Any] | None = None,
+    names: tuple[str, str] = ("model_class", "model_kwargs"),
 ) -> tuple[torch.nn.Module, str]:
-    """:func:`load_model` and the kind of file it was (one of :data:`MODEL_KINDS`)."""
+    """:func:`load_model` and the kind of file it was (one of :data:`MODEL_KINDS`).
+    ``names``: what the errors call ``model_class`` and ``model_kwargs`` (the CLI's flags)."""
     _require_torch()
     import torch
 
@@ -145,7 +147,7 @@ def _load(
     if model_kwargs is not None and model_class is None:
         raise LabelwiseError("model_kwargs needs model_class (the class they are passed to)")
     if model_class is not None:
-        return _from_state_dict(where, model_class, model_kwargs or {}), "state-dict"
+        return _from_state_dict(where, model_class, model_kwargs or {}, names), "state-dict"
     if where.lower().endswith(".pt2"):
         return _from_export(where), "export"
 
@@ -231,26 +233,27 @@ def _unimportable_message(where: str, exc: BaseException) -> str:
     )
 
 
-def _import_class(spec: str | type) -> type:
-    """``"package.module:Class"`` (or ``package.module.Class``) -> the class."""
+def _import_class(spec: str | type, name: str = "model_class") -> type:
+    """``"package.module:Class"`` (or ``package.module.Class``) -> the class; ``name`` is what
+    the errors call the spec (``--model-class`` in the CLI)."""
     if isinstance(spec, type):
         return spec
     if not isinstance(spec, str) or not spec.strip():
-        raise LabelwiseError(f"model_class must be a class or 'package.module:Class', got {spec!r}")
+        raise LabelwiseError(f"{name} must be a class or 'package.module:Class', got {spec!r}")
     text = spec.strip()
     if ":" in text:
         module_name, _, attr = text.partition(":")
     else:
         module_name, _, attr = text.rpartition(".")
     if not module_name or not attr:
-        raise LabelwiseError(f"model_class must look like 'package.module:Class', got {spec!r}")
+        raise LabelwiseError(f"{name} must look like 'package.module:Class', got {spec!r}")
     folder = None
     if module_name.endswith(".py") or "/" in module_name or os.sep in module_name:
         # a path to the module's file, e.g. "./mymod", "mymod.py", "models/net.py"
         file = module_name if module_name.endswith(".py") else module_name + ".py"
         if not os.path.isfile(file):
             raise LabelwiseError(
-                f"model_class {spec!r}: no Python file {file!r}; pass 'module:Class' (a module "
+                f"{name} {spec!r}: no Python file {file!r}; pass 'module:Class' (a module "
                 "importable from the current directory) or 'path/to/module.py:Class'"
             )
         folder = os.path.dirname(os.path.abspath(file))
@@ -260,13 +263,13 @@ def _import_class(spec: str | type) -> type:
             module = importlib.import_module(module_name)
     except ImportError as exc:
         raise LabelwiseError(
-            f"cannot import module {module_name!r} for model_class {spec!r} ({exc}); run from "
+            f"cannot import module {module_name!r} for {name} {spec!r} ({exc}); run from "
             f"the directory that holds {module_name.replace('.', '/')}.py, or add its "
             "directory to PYTHONPATH"
         ) from exc
     except Exception as exc:  # the module itself fails, or a name import_module refuses
         raise LabelwiseError(
-            f"cannot import module {module_name!r} for model_class {spec!r}: "
+            f"cannot import module {module_name!r} for {name} {spec!r}: "
             f"{type(exc).__name__}: {_short(exc)}"
         ) from exc
     obj: Any = module
@@ -275,28 +278,38 @@ def _import_class(spec: str | type) -> type:
             names = [n for n in dir(module) if isinstance(getattr(module, n, None), type)]
             close = difflib.get_close_matches(part, names, n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise LabelwiseError(f"module {module_name!r} has no class {attr!r}{hint}")
+            raise LabelwiseError(
+                f"{name} {spec!r}: module {module_name!r} has no class {attr!r}{hint}"
+            )
         obj = getattr(obj, part)
     if not isinstance(obj, type):
-        raise LabelwiseError(f"model_class {spec!r} is a {type(obj).__name__}, not a class")
+        raise LabelwiseError(f"{name} {spec!r} is a {type(obj).__name__}, not a class")
     return obj
 
 
 def _from_state_dict(
-    where: str, model_class: str | type, model_kwargs: Mapping[str, Any]
+    where: str,
+    model_class: str | type,
+    model_kwargs: Mapping[str, Any],
+    names: tuple[str, str] = ("model_class", "model_kwargs"),
 ) -> torch.nn.Module:
     import torch
 
-    cls = _import_class(model_class)
+    class_name, kwargs_name = names
+    cls = _import_class(model_class, class_name)
     if not isinstance(model_kwargs, Mapping):
-        raise LabelwiseError(f"model_kwargs must be a dict, got {type(model_kwargs).__name__}")
+        raise LabelwiseError(f"{kwargs_name} must be a dict, got {type(model_kwargs).__name__}")
+    how = (
+        "--model-kwargs '{\"name\": value}'"
+        if kwargs_name.startswith("--")
+        else "model_kwargs (CLI: --model-kwargs '{\"name\": value}')"
+    )
     try:
         model = cls(**dict(model_kwargs))
     except Exception as exc:
         raise LabelwiseError(
             f"could not build {cls.__name__}(**{dict(model_kwargs)!r}): {type(exc).__name__}: "
-            f"{_short(exc)}; pass its constructor arguments as model_kwargs (CLI: "
-            "--model-kwargs '{\"name\": value}')"
+            f"{_short(exc)}; pass its constructor arguments as {how}"
         ) from exc
     if not isinstance(model, torch.nn.Module):
         raise LabelwiseError(f"{cls.__name__}(...) is a {type(model).__name__}, not an nn.Module")
@@ -330,7 +343,7 @@ def _from_state_dict(
         detail = "; ".join(parts) if parts else _short(exc)
         raise LabelwiseError(
             f"the weights in {where!r} do not fit {cls.__name__}(**{dict(model_kwargs)!r}): "
-            f"{detail}; check model_class and model_kwargs (e.g. layer sizes)"
+            f"{detail}; check {class_name} and {kwargs_name} (e.g. layer sizes)"
         ) from exc
     return model
 

@@ -172,7 +172,10 @@ def _load_model(args: argparse.Namespace) -> tuple[str, Any, dict[str, Any]]:
     if route == "state-dict":
         kwargs = torch_adapter.parse_model_kwargs(args.model_kwargs)
         model, kind = torch_adapter._load(
-            args.state_dict, model_class=args.model_class, model_kwargs=kwargs
+            args.state_dict,
+            model_class=args.model_class,
+            model_kwargs=kwargs,
+            names=("--model-class", "--model-kwargs"),
         )
         return (
             route,
