@@ -563,3 +563,52 @@ def test_capture_model_class_mistakes_name_the_flag(
     assert code == 2 and err.startswith(f"labelwise: error: {message}"), err
     assert "model_class" not in err and "model_kwargs" not in err, err
     assert err.count("\n") == 1 and not Path("c").exists()
+
+
+UNUSED_STRATA = [
+    (["--method", "srs", "--n-strata", "3"], "--n-strata 3 ignored: --method srs samples the "
+     "whole pile, one stratum; leave it out"),
+    (["--method", "SRS", "--min-stratum-size", "4", "--n-strata", "2"], "--n-strata 2 and "
+     "--min-stratum-size 4 ignored: --method srs samples the whole pile, one stratum; leave "
+     "them out"),
+    (["--method", "active", "--n-strata", "3"], "--n-strata 3 ignored: --method active draws "
+     "from the whole pile, one stratum; leave it out"),
+    (["--n-strata", "3", "regression"], "--n-strata 3 ignored: --method auto (srs for "
+     "regression) samples the whole pile, one stratum; leave it out"),
+    (["--method", "stratified", "--n-strata", "3"], None),
+    (["--method", "srs"], None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("extra", "note"),
+    UNUSED_STRATA,
+    ids=["srs", "srs-both", "active", "regression-auto", "stratified", "srs-alone"],
+)
+def test_campaign_strata_flags_a_design_ignores_get_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], note: str | None
+) -> None:
+    """'campaign --method srs --n-strata 3' (or --min-stratum-size, or --method active, or a
+    regression campaign, whose auto is srs) was accepted without a word, though the design
+    has one stratum, the whole pile. The campaign still starts (scripts that pass the flags
+    to every --method keep working) and stderr now holds one note saying the flags were
+    ignored; a design that uses them, or srs without them, gets no note."""
+    pile = captured_pile(tmp_path, 6, 40, ["a", "b"], 4, [f"r{i}" for i in range(40)])
+    cap = pile["cap"]
+    data = ["--activations", cap / "activations.npy"]
+    if extra[-1] == "regression":
+        np.save(tmp_path / "reg.npy", np.linspace(-1, 1, 40))
+        extra, data = extra[:-1], [*data, "--predictions", tmp_path / "reg.npy"]
+    else:
+        data += ["--probs", cap / "probabilities.npy"]
+    d = tmp_path / "camp"
+    code, out, err = run_cli(["campaign", d, *data, *extra, "--seed", "0"], capsys)
+    assert code == 0, err
+    assert (d / "campaign.state.json").is_file() and out.startswith("started a ")
+    if note is None:
+        assert err == "", err
+    else:
+        assert err.startswith(f"note: {note}") and err.count("\n") == 1, err
+        assert err.rstrip().endswith(
+            "or choose a stratified --method (stratified, proportional, model-assisted)"
+        )

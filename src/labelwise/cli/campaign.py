@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import textwrap
 import warnings
 from dataclasses import dataclass, field
@@ -207,6 +208,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         rng=ws.seed,
         score_floor=args.score_floor,
     )
+    _note_unused_strata(args, camp.method)
     state = CampaignState(ws, camp)
     ws.write_state(CAMPAIGN_ARRAYS, camp.to_arrays())  # strata and features: computed once
     state.save()
@@ -229,6 +231,33 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     print(f"  wrote {ws.path / STATE_FILE}")
     print(f"  next: labelwise next {shell_arg(ws.path)} --batch 20")
     return 0
+
+
+def _note_unused_strata(args: argparse.Namespace, method: str) -> None:
+    """A note on stderr when --n-strata or --min-stratum-size is given to a design without
+    strata (srs, and active, which draws from the whole pile; auto is srs for regression):
+    they were accepted and ignored without a word. A note, not an error: a script that
+    passes them to every --method keeps working."""
+    given = [
+        f"{flag} {value}"
+        for flag, value in (
+            ("--n-strata", args.n_strata),
+            ("--min-stratum-size", args.min_stratum_size),
+        )
+        if value is not None
+    ]
+    if not given or method not in ("srs", "active"):
+        return
+    how = f"--method {args.method}" + (
+        f" ({method} for regression)" if args.method != method else ""
+    )
+    what = "draws from the whole pile" if method == "active" else "samples the whole pile"
+    print(
+        f"note: {' and '.join(given)} ignored: {how} {what}, one stratum; leave "
+        f"{'them' if len(given) > 1 else 'it'} out, or choose a stratified --method "
+        "(stratified, proportional, model-assisted)",
+        file=sys.stderr,
+    )
 
 
 def _check_streamed(arr: Any, flag: str, *, ndim: int | tuple[int, ...]) -> None:
