@@ -612,3 +612,33 @@ def test_campaign_strata_flags_a_design_ignores_get_a_note(
         assert err.rstrip().endswith(
             "or choose a stratified --method (stratified, proportional, model-assisted)"
         )
+
+
+@pytest.mark.parametrize(
+    ("content", "what"),
+    [("null\n", "holds the JSON value null"), ("3", "holds the JSON value 3"),
+     ('"cat"', 'holds the JSON value "cat"'), ("[]", "names no classes"),
+     ("\n\n", "names no classes")],
+    ids=["null", "number", "string", "empty-list", "blank"],
+)  # fmt: skip
+def test_a_classes_file_of_one_json_value_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, what: str
+) -> None:
+    """A --classes file holding just 'null' (or 3, or "cat": a script's json.dump of None)
+    was read as one name per line: one class named 'null', saved in classes.json; an empty
+    list said 'names no classes' without saying what the file may hold. Each is now refused
+    naming --classes, the file and the accepted forms; nothing is written."""
+    (tmp_path / "c.json").write_text(content)
+    out = tmp_path / "s"
+    code, _, err = run_cli(
+        ["select", "--method", "srs", "--budget", "3", "--population-size", "10", "--classes",
+         tmp_path / "c.json", "--out", out],
+        capsys,
+    )  # fmt: skip
+    tail = ", not class names" if "JSON" in what else ""
+    assert code == 2 and err == (
+        f"labelwise: error: --classes: {tmp_path / 'c.json'} {what}{tail}; "
+        'give a text file with one name per line, a JSON list of names (["cat", "dog"]) '
+        'or a JSON object name -> index ({"cat": 0, "dog": 1})\n'
+    ), err
+    assert not out.exists()

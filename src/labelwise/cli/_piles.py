@@ -20,6 +20,11 @@ CLASSES_HELP = (
     "object name -> index (torchvision's ImageFolder.class_to_idx); labels may then be given "
     "by name"
 )
+#: what a --classes file may hold, for the errors about one that holds something else
+CLASSES_FORMS = (
+    'give a text file with one name per line, a JSON list of names (["cat", "dog"]) or a '
+    'JSON object name -> index ({"cat": 0, "dog": 1})'
+)
 
 
 def add_pile_arguments(parser: Any) -> None:
@@ -210,6 +215,20 @@ def _names_of_mapping(mapping: Any, path: Path) -> list[str]:
     return [by_index[k].strip() for k in range(len(items))]
 
 
+def _refuse_json_value(text: str, path: Path) -> None:
+    """Refuse a file that holds one JSON value other than a list or object (null, a number,
+    true, a quoted string): read one name per line it was one class named 'null' or '3'."""
+    try:
+        json.loads(text)
+    except ValueError:  # names, one per line (two lines of names are not one JSON value)
+        return
+    shown = " ".join(text.split())
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    raise LabelwiseError(
+        f"--classes: {path} holds the JSON value {shown}, not class names; {CLASSES_FORMS}"
+    )
+
+
 def read_classes(path: Path) -> list[str]:
     """Class names from ``path``: a JSON list of strings, or one name per line."""
     try:
@@ -234,11 +253,12 @@ def read_classes(path: Path) -> list[str]:
             raise LabelwiseError(f"--classes: {path} must be a JSON list of strings")
         names = [n.strip() for n in names]
     else:
+        _refuse_json_value(text, path)
         names = [line.strip() for line in text.splitlines()]
         while names and not names[-1]:
             names.pop()
     if not names:
-        raise LabelwiseError(f"--classes: {path} names no classes")
+        raise LabelwiseError(f"--classes: {path} names no classes; {CLASSES_FORMS}")
     for i, n in enumerate(names):
         if not n:
             raise LabelwiseError(f"--classes: {path} class {i} has an empty name")
