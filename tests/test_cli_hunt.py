@@ -642,3 +642,50 @@ def test_a_classes_file_of_one_json_value_is_refused(
         'or a JSON object name -> index ({"cat": 0, "dog": 1})\n'
     ), err
     assert not out.exists()
+
+
+LIMITED = """
+import resource, sys
+from labelwise.cli import main
+size = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmSize"))
+resource.setrlimit(resource.RLIMIT_AS, (size * 1024 + int(sys.argv[1]), resource.RLIM_INFINITY))
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc: Linux")
+def test_estimate_out_of_memory_says_what_to_do_for_estimate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'labelwise estimate' of a campaign that does not fit in memory (its per-row arrays,
+    84 bytes a row for model-assisted, here 200,000 rows given half their size) said 'is a
+    number given (a size, a count of rows or draws) far larger than meant?', though estimate
+    takes no such number. It now says what estimate holds in memory and what to do (free
+    memory, a campaign on fewer rows, a .npy or a zarr store chunked by rows); the campaign's
+    state is untouched. The limit is set on the address space after the CLI is imported."""
+    n = 200_000
+    gen = np.random.default_rng(3)
+    x = gen.normal(size=(n, 4)).astype(np.float32)
+    p = np.exp(2 * x[:, :2] - (2 * x[:, :2]).max(axis=1, keepdims=True))
+    np.save(tmp_path / "a.npy", x)
+    np.save(tmp_path / "p.npy", (p / p.sum(axis=1, keepdims=True)).astype(np.float32))
+    d = tmp_path / "camp"
+    start = ["campaign", d, "--activations", tmp_path / "a.npy", "--probs", tmp_path / "p.npy"]
+    assert run_cli([*start, "--seed", "0"], capsys)[0] == 0
+    assert run_cli(["next", d, "--batch", "30"], capsys)[0] == 0
+    rows = np.loadtxt(d / "to_label.csv", delimiter=",", skiprows=1, usecols=1, dtype=np.int64)
+    (tmp_path / "l.csv").write_text("row,label\n" + "".join(f"{r},0\n" for r in rows))
+    state = (d / "campaign.state.json").read_bytes()
+    half = (d / "campaign-arrays.state.npz").stat().st_size // 2
+    env = {**os.environ, "PYTHONPATH": str(Path(labelwise.__file__).parents[1])}
+    proc = subprocess.run(
+        [sys.executable, "-c", LIMITED, str(half), "estimate", str(d), "--labels",
+         str(tmp_path / "l.csv")],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert proc.stderr.startswith("labelwise: error: not enough memory for this command (")
+    assert "estimate holds a campaign's per-row arrays in memory" in proc.stderr
+    assert "a number given" not in proc.stderr and proc.stderr.count("\n") == 1
+    assert (d / "campaign.state.json").read_bytes() == state
+    assert not (d / "estimate.json").exists()

@@ -140,9 +140,12 @@ def _main(argv: Sequence[str] | None) -> int:
             code = 2
         except MemoryError as exc:  # a size far beyond the pile's (--population-size 10**14)
             text = " ".join(str(exc).split())[:300] or "MemoryError"
+            # a command may say what to do about it (set_defaults(memory_hint=...))
+            hint = getattr(args, "memory_hint", None) or (
+                "is a number given (a size, a count of rows or draws) far larger than meant?"
+            )
             print(
-                f"labelwise: error: not enough memory for this command ({text}); is a number "
-                "given (a size, a count of rows or draws) far larger than meant?",
+                f"labelwise: error: not enough memory for this command ({text}); {hint}",
                 file=sys.stderr,
             )
             code = 2

@@ -76,7 +76,20 @@ def add_parser(sub: Any) -> None:
     e.add_argument(
         "--json", action="store_true", help="print the estimate as JSON instead of a table"
     )
-    e.set_defaults(func=cmd_estimate)
+    e.set_defaults(func=cmd_estimate, memory_hint=MEMORY_HINT)
+
+
+#: what the CLI says when estimate runs out of memory (instead of its generic question about a
+#: number far too large: estimate takes none). A selection's estimate reads only the selected
+#: rows; a campaign's holds its per-row arrays (dist, prior_error, strata: 20 bytes a row,
+#: and model-assisted's 8 features: 64 more) in memory.
+MEMORY_HINT = (
+    "estimate holds a campaign's per-row arrays in memory (DIR/campaign-arrays.state.npz, up "
+    "to 84 bytes a pile row) and reads only the labelled rows of --predictions (a .npy "
+    "memory-mapped, a zarr store a chunk at a time: chunk it by rows): free memory or run it "
+    "on a machine with more; a campaign on fewer rows (a sample of the pile) needs less. No "
+    "label was recorded"
+)
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
