@@ -58,6 +58,16 @@ def test_ctrl_c_while_python_m_imports_the_package_prints_no_traceback(
     assert (proc.returncode, out, err) == (130, "", INTERRUPTED)
 
 
+def _tiny_model_and_data() -> None:
+    """m.pt (a 3 -> 4 -> 2 MLP saved whole), x.npy (8 x 3 inputs), y.npy (labels 0/1) in
+    the current directory."""
+    torch = pytest.importorskip("torch")
+    torch.save(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)),
+               "m.pt")  # fmt: skip
+    np.save("x.npy", np.random.default_rng(0).uniform(size=(8, 3)).astype(np.float32))
+    np.save("y.npy", np.arange(8) % 2)
+
+
 def _tiff_pile(tmp_path: Path) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
     """A captured pile of 12 image files under cap/imgs: .tif RGB, a .tiff of 32-bit float
     grey, a .tiff of 16-bit grey and .png files; the ids and the pixels written (uint8
@@ -234,12 +244,8 @@ def test_dependability_and_quality_name_their_flags_before_the_model_runs(
     --eps nan 'sigma must be finite' (an argument of the noise perturbation the user never
     named), --radius, --lo and --hi were named without their dashes. Each is now refused
     first, naming the flag; the file given as --out is untouched."""
-    torch = pytest.importorskip("torch")
     monkeypatch.chdir(tmp_path)
-    torch.save(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)),
-               "m.pt")  # fmt: skip
-    np.save("x.npy", np.random.default_rng(0).uniform(size=(8, 3)).astype(np.float32))
-    np.save("y.npy", np.arange(8) % 2)
+    _tiny_model_and_data()
     Path("setup.txt").write_text("mine\n")
     base = (
         ["--inputs", "x.npy", "--labels", "y.npy"]
@@ -430,12 +436,8 @@ def test_dependability_scenario_mistakes_name_the_flags_before_the_model_runs(
     column 'weather' must have one value per input (8), got 5', 'k must be at most the
     number of conditions (2)', 'spec['weather'] must be a list'. The CLI now reads both
     first and names --scenarios, --spec, --k and --inputs; --out is not made."""
-    torch = pytest.importorskip("torch")
     monkeypatch.chdir(tmp_path)
-    torch.save(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)),
-               "m.pt")  # fmt: skip
-    np.save("x.npy", np.random.default_rng(0).uniform(size=(8, 3)).astype(np.float32))
-    np.save("y.npy", np.arange(8) % 2)
+    _tiny_model_and_data()
     Path("s.csv").write_bytes(csv_text.encode("latin-1"))
     Path("bad.json").write_text('{"weather": "sun", "light": ["day"]}')
     code, _, err = run_cli(

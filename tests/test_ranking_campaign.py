@@ -339,14 +339,8 @@ def test_the_spread_zoo_order_keeps_its_pooled_tail_where_the_limit_is_on() -> N
     """
     from labelwise.estimation.comparison import spearman
     from labelwise.ranking.campaign import _leader_shrinkage_gate
-    from labelwise.ranking.synthetic import REGIMES
 
-    ss = np.random.SeedSequence([1, REGIMES.index("spread"), 10]).spawn(4)
-    zoo = regime_zoo("spread", 5000, rng=np.random.default_rng(ss[1]))
-    camp = lw.RankingCampaign(zoo.predictions, rng=np.random.default_rng(ss[3]), n_draws=500)
-    while camp.n_labelled < 40:
-        rows = camp.propose(5)
-        camp.record(rows, zoo.labels[rows])
+    camp, truth = _spread_campaign(10, seed=1, step=5, n_draws=500)
     est, _ = camp.estimate()
     post = camp._posterior()
     pooled = np.clip(post.mean(), 0, 1)
@@ -356,7 +350,7 @@ def test_the_spread_zoo_order_keeps_its_pooled_tail_where_the_limit_is_on() -> N
     lead = np.argsort(-pooled)[:5]
     assert np.all(np.abs(est - d_mean)[lead] <= np.sqrt(np.diag(d_cov))[lead] + 1e-12)
     assert 0 < np.count_nonzero(est != pooled) <= 8
-    assert spearman(est, zoo.true_accuracy) > 0.995
+    assert spearman(est, truth) > 0.995
 
 
 def test_the_translation_gate_known_values() -> None:
@@ -391,31 +385,26 @@ def test_a_right_vote_order_is_not_swapped_by_the_limited_translation() -> None:
     model 8), by PPI noise. The pull rises linearly with the vote share
     (:func:`_translation_gate`), so the pooled estimate stands and the best model is first.
     """
-    from labelwise.ranking.synthetic import REGIMES
-
-    ss = np.random.SeedSequence([7, REGIMES.index("spread"), 15]).spawn(4)
-    zoo = regime_zoo("spread", 5000, rng=np.random.default_rng(ss[1]))
-    camp = lw.RankingCampaign(zoo.predictions, rng=np.random.default_rng(ss[3]), n_draws=500)
-    while camp.n_labelled < 40:
-        rows = camp.propose(5)
-        camp.record(rows, zoo.labels[rows])
+    camp, truth = _spread_campaign(15, seed=7, step=5, n_draws=500)
     est, _ = camp.estimate()
     np.testing.assert_array_equal(est, np.clip(camp._posterior().mean(), 0, 1))
-    assert int(np.argmax(est)) == int(np.argmax(zoo.true_accuracy)) == 8
+    assert int(np.argmax(est)) == int(np.argmax(truth)) == 8
     assert camp.ranking().order[0] == 8
 
 
-def _spread_campaign(rep: int, **kwargs: float) -> tuple[lw.RankingCampaign, np.ndarray]:
-    """A campaign of 40 labels (10-label rounds) on the study's spread zoo ``rep`` (seed 5)."""
+def _spread_campaign(
+    rep: int, *, seed: int = 5, step: int = 10, n_draws: int = 1000, **kwargs: float
+) -> tuple[lw.RankingCampaign, np.ndarray]:
+    """A campaign of 40 labels (``step``-label rounds) on the study's spread zoo ``rep``."""
     from labelwise.ranking.synthetic import REGIMES
 
-    ss = np.random.SeedSequence([5, REGIMES.index("spread"), rep]).spawn(4)
+    ss = np.random.SeedSequence([seed, REGIMES.index("spread"), rep]).spawn(4)
     zoo = regime_zoo("spread", 5000, rng=np.random.default_rng(ss[1]))
     camp = lw.RankingCampaign(
-        zoo.predictions, rng=np.random.default_rng(ss[3]), n_draws=1000, **kwargs
+        zoo.predictions, rng=np.random.default_rng(ss[3]), n_draws=n_draws, **kwargs
     )
     while camp.n_labelled < 40:
-        rows = camp.propose(10)
+        rows = camp.propose(step)
         camp.record(rows, zoo.labels[rows])
     return camp, zoo.true_accuracy
 
