@@ -1580,20 +1580,7 @@ def _asymptotic_cs(est: Estimate, t: int, *, t_opt: int = 100) -> Estimate:
     lo, hi = est.value - half, est.value + half
     if est.metric == "accuracy":
         lo, hi = max(lo, 0.0), min(hi, 1.0)
-    return Estimate(
-        value=est.value,
-        std_error=est.std_error,
-        ci_low=lo,
-        ci_high=hi,
-        confidence=est.confidence,
-        n_labelled=est.n_labelled,
-        method=est.method,
-        metric=est.metric,
-        interval="asymptotic-cs (anytime)",
-        population_size=est.population_size,
-        notes=est.notes,
-        effective_sample_size=est.effective_sample_size,
-    )
+    return dataclasses.replace(est, ci_low=lo, ci_high=hi, interval="asymptotic-cs (anytime)")
 
 
 def _check_class_probabilities(probabilities: ArrayLike) -> Any:
