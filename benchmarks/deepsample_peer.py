@@ -273,9 +273,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for tool in ("java", "javac"):
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} not found (DeepSample is Java; JDK 17 was used)")
-    paths = sorted(glob.glob(os.path.join(args.dir, "*.npz")))
-    if not paths:
-        raise SystemExit(f"no .npz in {args.dir}: run `benchmarks/peers.py dump {args.dir}` first")
+    paths = [os.path.join(args.dir, f) for f in _peers()._dumped(args.dir)]
     cp = classpath(args.deepsample, args.classpath)
     if args.save is not None:
         os.makedirs(args.save, exist_ok=True)
