@@ -580,7 +580,14 @@ class Campaign:
         if r.ndim != 1 or (r.size and r.dtype.kind not in "iu"):
             raise LabelwiseError(f"rows must be a 1-D array of row indices, got {r!r}")
         r = r.astype(np.int64)
-        s = np.asarray(scores, dtype=np.float64).reshape(-1) if np.size(scores) else np.zeros(0)
+        try:
+            s = np.asarray(scores, dtype=np.float64).reshape(-1) if np.size(scores) else np.zeros(0)
+        except (TypeError, ValueError):  # 'yes', 'cat': float() of text or objects failed
+            raw = np.asarray(scores, dtype=object).reshape(-1)
+            raise LabelwiseError(
+                f"scores must be numbers (1 = correct, 0 = wrong; regression: 1 - squared "
+                f"error), got {raw[:3].tolist()!r}; if they are class labels, {SCORE_LABELS}"
+            ) from None
         if s.shape != r.shape:
             raise LabelwiseError(f"scores must have one value per row ({r.size}), got {s.size}")
         if r.size == 0:
