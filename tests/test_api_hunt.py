@@ -26,3 +26,35 @@ def test_campaign_record_of_text_scores_is_refused_and_changes_nothing(scores) -
     assert c.n_recorded == 0
     c.record(rows, ["1", "0", "1"])  # numbers written as text are numbers
     assert c.n_recorded == 3
+
+
+@pytest.mark.parametrize(
+    ("method", "kwargs", "regression", "said"),
+    [
+        ("srs", {"n_strata": 3}, False, "n_strata=3 ignored: method='srs' samples the whole"),
+        ("active", {"n_strata": 3}, False, "n_strata=3 ignored: method='active' draws from"),
+        ("srs", {"n_strata": 3, "min_stratum_size": 5}, False, "n_strata=3 and min_stratum_s"),
+        ("auto", {"min_stratum_size": 5}, True, "min_stratum_size=5 ignored: method='auto' (srs"),
+    ],
+)
+def test_strata_arguments_a_design_ignores_give_a_warning(method, kwargs, regression, said):
+    """Campaign(method='srs', n_strata=3) (or 'active', or a regression 'auto') ignored the
+    strata without a word; the CLI printed a note for its flags. Now a UserWarning naming the
+    arguments, at the caller's line; the design is unchanged (one stratum, same rows)."""
+    acts, probs = _pile()
+    probs = None if regression else probs
+    with pytest.warns(UserWarning, match="ignored") as caught:
+        c = lw.Campaign(acts, probs, method=method, rng=0, **kwargs)
+    assert len(caught) == 1 and str(caught[0].message).startswith(said)
+    assert caught[0].filename == __file__
+    assert np.unique(c.strata).size == 1
+    plain = lw.Campaign(acts, probs, method=method, rng=0)
+    np.testing.assert_array_equal(c.propose(10), plain.propose(10))
+
+
+@pytest.mark.parametrize("method", ["stratified", "model-assisted", "auto", "srs"])
+def test_strata_arguments_used_or_left_out_give_no_warning(method) -> None:
+    acts, probs = _pile()
+    kwargs = {} if method == "srs" else {"n_strata": 3, "min_stratum_size": 5}
+    lw.Campaign(acts, probs, method=method, rng=0, **kwargs)  # warnings are errors here
+

@@ -188,6 +188,7 @@ class Campaign:
         if method not in METHODS:
             raise LabelwiseError(f"method must be one of {METHODS}, got {method!r}")
         self.confidence = check_probability(confidence, "confidence")
+        _warn_unused_strata(method, _resolve(method, probs is None), n_strata, min_stratum_size)
         summary = None if probs is None else probability_summary(probs)
         if n_strata is None:
             # every predicted class its own stratum (+ the low-confidence strata); 10 bins for
@@ -1471,6 +1472,35 @@ class Campaign:
 
 
 _FINGERPRINT_ROWS = 64
+
+
+#: The start of :func:`_warn_unused_strata`'s message, as a ``warnings.filterwarnings``
+#: pattern (the CLI prints its own note, naming its flags).
+UNUSED_STRATA_WARNING = r"(n_strata|min_stratum_size)=.* ignored: method="
+
+
+def _warn_unused_strata(requested: str, method: str, n_strata: Any, min_stratum_size: Any) -> None:
+    """A warning when ``n_strata`` or ``min_stratum_size`` is given to a design without
+    strata (``"srs"``; ``"active"``, which draws from the whole pile; ``"auto"`` for
+    regression, which is ``"srs"``): they were accepted and ignored without a word (the CLI
+    printed a note for its flags; this is the same note for the Python arguments). A
+    warning, not an error: a script that passes them to every method keeps working."""
+    given = [
+        f"{name}={value!r}"
+        for name, value in (("n_strata", n_strata), ("min_stratum_size", min_stratum_size))
+        if value is not None
+    ]
+    if not given or method not in ("srs", "active"):
+        return
+    how = f"method={requested!r}" + (f" ({method} for regression)" if requested != method else "")
+    what = "draws from the whole pile" if method == "active" else "samples the whole pile"
+    warnings.warn(
+        f"{' and '.join(given)} ignored: {how} {what}, one stratum; leave "
+        f"{'them' if len(given) > 1 else 'it'} out, or choose a stratified method "
+        "('stratified', 'proportional', 'model-assisted')",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
 
 
 def _check_floor(floor: Any, task: str, method: str) -> float | None:

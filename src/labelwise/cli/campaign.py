@@ -28,7 +28,7 @@ from .._json import dumps
 from .._results import Estimate
 from .._validation import check_classes_in_range
 from ..campaign import Campaign
-from ..campaign.campaign import METHODS
+from ..campaign.campaign import METHODS, UNUSED_STRATA_WARNING
 from ..estimation import correctness, regression_scores
 from ..exceptions import LabelwiseError
 from ..io import file_digest, load_array, shell_arg
@@ -199,15 +199,18 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             "--score-floor must be a finite number below 1 (1 - the largest squared error), "
             f"got {args.score_floor:g}"
         )
-    camp = Campaign(
-        acts,
-        probs,
-        method=args.method,
-        n_strata=args.n_strata,
-        min_stratum_size=args.min_stratum_size,
-        rng=ws.seed,
-        score_floor=args.score_floor,
-    )
+    with warnings.catch_warnings():
+        # Campaign's warning names its Python arguments; the note below names the flags
+        warnings.filterwarnings("ignore", UNUSED_STRATA_WARNING, UserWarning)
+        camp = Campaign(
+            acts,
+            probs,
+            method=args.method,
+            n_strata=args.n_strata,
+            min_stratum_size=args.min_stratum_size,
+            rng=ws.seed,
+            score_floor=args.score_floor,
+        )
     _note_unused_strata(args, camp.method)
     state = CampaignState(ws, camp)
     ws.write_state(CAMPAIGN_ARRAYS, camp.to_arrays())  # strata and features: computed once
