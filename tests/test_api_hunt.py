@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import labelwise as lw
+from synthetic import captured_pile, run_cli
 
 
 def _pile(n: int = 120, c: int = 3, seed: int = 0):
@@ -58,3 +59,27 @@ def test_strata_arguments_used_or_left_out_give_no_warning(method) -> None:
     kwargs = {} if method == "srs" else {"n_strata": 3, "min_stratum_size": 5}
     lw.Campaign(acts, probs, method=method, rng=0, **kwargs)  # warnings are errors here
 
+
+@pytest.mark.parametrize(
+    ("method", "started"),
+    [
+        ("active", "started an active classification campaign"),
+        ("srs", "started an srs classification campaign"),
+        ("stratified", "started a stratified classification campaign"),
+        ("auto", "started a model-assisted (auto) classification campaign"),
+    ],
+)
+def test_campaign_says_a_or_an_as_the_method_is_read(tmp_path, capsys, method, started) -> None:
+    """'labelwise campaign' printed "started a active ..." and "started a srs ...". The
+    article follows how the name is read: a method acronym letter by letter (an srs, an rdg,
+    a ces, a cppi), a word as a word (an active, a stratified)."""
+    cap = captured_pile(tmp_path, 6, 40, ["a", "b"], 4, [f"r{i}" for i in range(40)])["cap"]
+    data = ["--activations", cap / "activations.npy", "--probs", cap / "probabilities.npy"]
+    code, out, err = run_cli(
+        ["campaign", tmp_path / "c", *data, "--method", method, "--seed", "0"], capsys
+    )
+    assert code == 0, err
+    assert out.startswith(started), out
+    words = ["srs", "css", "ces", "sds", "ddg", "rdg", "cppi", "active", "model-assisted"]
+    said = [lw.registry.with_article(w).split()[0] for w in words]
+    assert said == ["an", "a", "a", "an", "a", "an", "a", "an", "a"]

@@ -29,7 +29,16 @@ from ._results import Estimate, Selection
 from .exceptions import LabelwiseError
 from .io import shell_arg
 
-__all__ = ["NEEDS", "Method", "get", "methods", "names", "rank_instead", "register"]
+__all__ = [
+    "NEEDS",
+    "Method",
+    "get",
+    "methods",
+    "names",
+    "rank_instead",
+    "register",
+    "with_article",
+]
 
 #: What a method is run on, by the key its data is recorded under in a selection directory.
 NEEDS: dict[str | None, str] = {
@@ -167,11 +176,21 @@ def get(name: str) -> Method:
         raise LabelwiseError(f"method must be one of {list(_METHODS)}, got {name!r}") from None
 
 
+def with_article(name: str) -> str:
+    """``name`` after "a" or "an" as it is read aloud: a registered method is an acronym, read
+    letter by letter ("an srs", "an rdg", "a ces"); any other name is a word ("an active", "a
+    stratified"). Messages printed "started a active campaign", "a srs selection"."""
+    spelled = name in _METHODS or name == "srs"
+    vowel_sound = name[:1] in ("aefhilmnorsx" if spelled else "aeiou")
+    return f"{'an' if vowel_sound else 'a'} {name}"
+
+
 def rank_instead(method: str, directory: Any, labels: Any) -> str:
     """What a command that estimates says of a ranking method's selection (no estimator):
     the ``labelwise rank`` command that uses its labels."""
     return (
-        f"a {method} selection ranks models and has no accuracy estimate; run 'labelwise rank "
+        f"{with_article(method)} selection ranks models and has no accuracy estimate; run "
+        f"'labelwise rank "
         f"{shell_arg(directory)} --labels {shell_arg(labels)}'"
     )
 

@@ -223,7 +223,8 @@ def _selection_data(
                 raise
             raise LabelwiseError(
                 f"DIR {d}: the first {sel.budget} of the {budget} selected rows, labelled, do "
-                f"not give a {sel.method} estimate yet ({exc}); label the rows that follow "
+                f"not give {registry.with_article(sel.method)} estimate yet ({exc}); label the "
+                "rows that follow "
                 f"in {ws.to_label} (from order {sel.budget + 1}) and report again"
             ) from None
 

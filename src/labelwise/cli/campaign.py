@@ -32,6 +32,7 @@ from ..campaign.campaign import METHODS, UNUSED_STRATA_WARNING
 from ..estimation import correctness, regression_scores
 from ..exceptions import LabelwiseError
 from ..io import file_digest, load_array, shell_arg
+from ..registry import with_article
 from ..workspace import CAMPAIGN, CAMPAIGN_ARRAYS, CAPTURE_RAW, Workspace, load_campaign
 from ._common import check_confidence_flag, check_probs_beside, default_probs, fresh_seed
 from ._piles import CLASSES_HELP, checked_classes, store_classes
@@ -223,7 +224,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     resolved = "" if camp.method == args.method else f" ({args.method})"
     strata = np.bincount(np.asarray(camp.strata))
     print(
-        f"started a {camp.method}{resolved} {camp.task} campaign on a pile of {n:,} rows "
+        f"started {with_article(camp.method)}{resolved} {camp.task} campaign on a pile of "
+        f"{n:,} rows "
         f"(seed {ws.seed}); "
         + (
             f"{strata.size} strata of {strata.min():,}..{strata.max():,} rows"

@@ -310,7 +310,8 @@ def _select_extend(args: argparse.Namespace) -> int:
     if args.labels is not None:
         if not method.learns:
             raise LabelwiseError(
-                f"--labels: the next rows of a {sel.method} selection do not depend on labels: "
+                f"--labels: the next rows of {registry.with_article(sel.method)} selection do "
+                "not depend on labels: "
                 "extend it without --labels"
             )
         store_classes(ws, args.classes)  # the names the labels may be given by

@@ -62,7 +62,8 @@ def extend(
                 raise LabelwiseError(f"selection parameter {exc}; restore the file") from None
     if labels is not None and not spec.learns:
         raise LabelwiseError(
-            f"labels: the next rows of a {selection.method} selection do not depend on labels: "
+            f"labels: the next rows of {registry.with_article(selection.method)} selection do "
+            "not depend on labels: "
             "extend it without labels"
         )
     try:
