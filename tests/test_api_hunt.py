@@ -83,3 +83,39 @@ def test_campaign_says_a_or_an_as_the_method_is_read(tmp_path, capsys, method, s
     words = ["srs", "css", "ces", "sds", "ddg", "rdg", "cppi", "active", "model-assisted"]
     said = [lw.registry.with_article(w).split()[0] for w in words]
     assert said == ["an", "a", "a", "an", "a", "an", "a", "an", "a"]
+
+
+@pytest.mark.parametrize("command", ["select", "rank"])
+def test_2d_scores_of_several_models_are_not_called_one_models_probabilities(
+    tmp_path, capsys, command
+) -> None:
+    """'select --method sds --predictions X.npy' with X (3, 40) floats (3 models' scores or
+    confidences) said it held "one model's probabilities (N, C)" and how to stack captures.
+    The docstring's 2-D form is (models, inputs) class labels: refused, saying that 2-D means
+    whole-number classes, the value found, and the two forms to give. An (N, C) table whose
+    rows sum to 1 (here rounded to 2 decimals) is still named as one model's probabilities."""
+    g = np.random.default_rng(0)
+    labels = g.integers(0, 3, (3, 40))
+    np.save(tmp_path / "labels.npy", labels)
+    scores = g.random((3, 40))
+    np.save(tmp_path / "scores.npy", scores)
+    p = g.random((40, 3))
+    np.save(tmp_path / "one.npy", np.round(p / p.sum(axis=1, keepdims=True), 2))
+    sel = ["select", "--method", "sds", "--budget", "5", "--seed", "0"]
+    code, _, err = run_cli(
+        [*sel, "--predictions", tmp_path / "labels.npy", "--out", tmp_path / "s"], capsys
+    )
+    assert code == 0, err
+    if command == "select":
+        argv = [*sel, "--out", tmp_path / "s2"]
+    else:
+        rows = np.loadtxt(tmp_path / "s" / "to_label.csv", delimiter=",", skiprows=1, usecols=1)
+        y = np.column_stack([rows, g.integers(0, 3, rows.size)])
+        np.savetxt(tmp_path / "y.csv", y, fmt="%d", delimiter=",", header="row,label", comments="")
+        argv = ["rank", tmp_path / "s", "--labels", tmp_path / "y.csv"]
+    code, _, err = run_cli([*argv, "--predictions", tmp_path / "scores.npy"], capsys)
+    assert code == 2 and "one model's" not in err, err
+    assert f"a 2-D array holds class labels, whole numbers, got {scores[0, 0]:.4g} in" in err, err
+    assert "scores or confidences of 3 models?" in err and "(models, inputs, classes)" in err
+    code, _, err = run_cli([*argv, "--predictions", tmp_path / "one.npy"], capsys)
+    assert code == 2 and "one model's probabilities (N, C)" in err, err

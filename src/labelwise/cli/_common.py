@@ -45,8 +45,15 @@ def check_model_stack(preds: Any, flag: str, n_rows: int | None = None, path: An
     n = "inputs" if n_rows is None else str(n_rows)
     head = f"{flag} must be (models, {n}) or (models, {n}, classes), got shape {shape}"
     sample = np.asarray(preds[:8]) if len(shape) == 2 else None
-    one_probs = (
-        sample is not None and sample.dtype.kind == "f" and bool(np.any(sample != np.round(sample)))
+    finite = np.zeros((0, 0))
+    if sample is not None and sample.dtype.kind == "f":
+        finite = sample[np.isfinite(sample).all(axis=1)]
+    fractions = finite[finite != np.round(finite)]
+    # one model's (N, C) probabilities: rows in [0, 1] summing to 1 (rounded, as in a CSV);
+    # other fractions, e.g. (3, 40) scores or confidences of 3 models, are not class labels
+    # either, and were named as one model's probabilities
+    one_probs = bool(fractions.size) and bool(
+        np.all((finite >= 0) & (finite <= 1)) and np.all(np.abs(finite.sum(axis=1) - 1) <= 0.05)
     )
     if len(shape) == 1 or one_probs:
         what = "predictions (N,)" if len(shape) == 1 else "probabilities (N, C)"
@@ -55,6 +62,13 @@ def check_model_stack(preds: Any, flag: str, n_rows: int | None = None, path: An
             'files, one per model in the same row order, into one: python -c "import numpy '
             "as np; np.save('preds.npy', np.stack([np.load(f) for f in ['a/predictions.npy', "
             "'b/predictions.npy']]))\" (numpy.stack of probabilities.npy files gives (M, N, C))"
+        )
+    if fractions.size:
+        raise LabelwiseError(
+            f"{head}: a 2-D array holds class labels, whole numbers, got {fractions[0]:.4g} "
+            f"in the first rows; scores or confidences of {shape[0]} models? Give the models' "
+            "predicted classes, (models, inputs) (np.argmax over each model's classes), or "
+            "their probabilities, (models, inputs, classes)"
         )
     if len(shape) in (2, 3) and shape[0] > shape[1] and shape[0] == (n_rows or shape[0]):
         # (N, M) as pandas or a list of per-input rows gives it: more models than inputs
