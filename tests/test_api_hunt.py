@@ -119,3 +119,20 @@ def test_2d_scores_of_several_models_are_not_called_one_models_probabilities(
     assert "scores or confidences of 3 models?" in err and "(models, inputs, classes)" in err
     code, _, err = run_cli([*argv, "--predictions", tmp_path / "one.npy"], capsys)
     assert code == 2 and "one model's probabilities (N, C)" in err, err
+
+
+def test_ranking_campaign_records_true_false_labels_of_a_binary_task() -> None:
+    """Boolean predictions were read as classes 0/1, but the same task's boolean labels
+    were refused ('labels must be integer class labels, got dtype bool'). Recorded as 1/0,
+    they give the ranking the integer labels give."""
+    g = np.random.default_rng(3)
+    y = g.random(60) < 0.5
+    pred = np.stack([np.where(g.random(60) < a, y, ~y) for a in (0.9, 0.7, 0.6)])
+    out = []
+    for labels in (y, y.astype(np.int64)):
+        c = lw.RankingCampaign(pred, rng=0, n_draws=200)
+        rows = c.propose(12)
+        c.record(rows, labels[rows])
+        out.append(c.ranking())
+    np.testing.assert_array_equal(out[0].accuracy, out[1].accuracy)
+    np.testing.assert_array_equal(out[0].prob_best, out[1].prob_best)

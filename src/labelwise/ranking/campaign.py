@@ -568,6 +568,8 @@ class RankingCampaign:
             )
         if lab.dtype.kind == "f" and np.all(np.isfinite(lab)) and np.all(lab == np.round(lab)):
             lab = lab.astype(np.int64)
+        if lab.dtype.kind == "b":  # a binary task's True/False: classes 1/0, as the predictions
+            lab = lab.astype(np.int64)
         if lab.dtype.kind not in "iu":
             raise LabelwiseError(
                 f"labels must be integer class labels, got dtype {lab.dtype}{_text_hint(lab)}"
