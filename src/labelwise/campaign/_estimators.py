@@ -405,10 +405,10 @@ def grouped_wilson(
     left, sqrt(t² - q_1(t_1)). More than two groups fall back to :func:`wilson_effective`.
     """
     if d.means is None or d.terms is None or not math.isfinite(d.std_error):
-        return wilson_effective(d.value, d.std_error, d.df, confidence, int(n_h.sum()))
+        return _one_group_wilson(d, strata_sizes, n_h, confidence)
     ids = np.unique(groups)
     if ids.size != 2:
-        return wilson_effective(d.value, d.std_error, d.df, confidence, int(n_h.sum()))
+        return _one_group_wilson(d, strata_sizes, n_h, confidence)
     w_h = strata_sizes / strata_sizes.sum()
     z_t = float(stats.t.ppf(0.5 + confidence / 2, max(d.df, 1.0)))
     z = float(stats.norm.ppf(0.5 + confidence / 2))
@@ -456,6 +456,31 @@ def grouped_wilson(
         theta_lo = min(theta_lo, wa * lo_a + wb * eb)
         theta_hi = max(theta_hi, wa * hi_a + wb * eb)
     return max(0.0, theta_lo), min(1.0, theta_hi)
+
+
+def _one_group_wilson(
+    d: DesignEstimate, strata_sizes: NDArray[np.int64], n_h: NDArray[np.int64], confidence: float
+) -> tuple[float, float]:
+    """:func:`wilson_effective` of the whole design, as one group. When none of the labels is
+    wrong (or right), no design effect is measurable: n* is at most the n labels, drawn without
+    replacement from the pile (``max_n``, ``population``), as each group's in
+    :func:`grouped_wilson`. Without that cap the stratum variances, shrunk toward a prior
+    (``nu0``), made n* of 5 correct labels on a 20-row pile (one stratum) 82: [0.948, 1] where
+    SRS says [0.622, 1]; 95 % intervals covered 0.50-0.80 on 5- and 20-row piles at 1-5
+    labels (200 piles each), SRS 0.90-0.97."""
+    n = int(n_h.sum())
+    edge = 0.5 / (n + 1)
+    if edge <= d.value <= 1 - edge:
+        return wilson_effective(d.value, d.std_error, d.df, confidence, n)
+    return wilson_effective(
+        d.value,
+        d.std_error,
+        d.df,
+        confidence,
+        n,
+        max_n=float(n),
+        population=float(strata_sizes.sum()),
+    )
 
 
 # observed rare outcomes for which Wilson's limit is replaced (Brown, Cai & DasGupta 2001:
