@@ -183,3 +183,28 @@ def test_intervals_on_a_20_row_pile_cover_at_a_few_labels(n_labels) -> None:
         e = c.estimate()
         hits += e.ci_low <= correct.mean() <= e.ci_high
     assert hits >= 92, hits
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda p: lw.sds_select(p, 1, rng=0),
+        lambda p: lw.cppi_select(p, 3, rng=0),
+        lambda p: lw.RankingCampaign(p, rng=0).propose(3),
+        lambda p: lw.sds_select(list(p), 1, rng=0),
+    ],
+    ids=["sds", "cppi", "campaign", "sds-list"],
+)
+def test_predictions_with_more_models_than_inputs_warn_of_a_transposed_table(call) -> None:
+    """4 models' predictions on 60 inputs given as a (60, 4) table (a DataFrame, one row
+    per input) were read as 60 models of 4 inputs: sds_select and RankingCampaign.propose
+    returned 'rows' that were model indices, without a word (the CLI refuses the shape). A
+    warning now names the shape and np.swapaxes; the right shape gives none."""
+    g = np.random.default_rng(0)
+    y = g.integers(0, 3, 60)
+    pred = np.stack([np.where(g.random(60) < a, y, (y + 1) % 3) for a in (0.9, 0.8, 0.7, 0.6)])
+    with pytest.warns(UserWarning, match=r"60 models of 4 inputs each.*np\.swapaxes") as caught:
+        call(pred.T)
+    assert caught[0].filename == __file__
+    call(pred)  # warnings are errors here
+    call(g.integers(0, 3, (10, 5)))  # hand-made: 10 models of 5 inputs, no warning

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from math import prod
 from pathlib import Path
@@ -11,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _chunks
-from .exceptions import LabelwiseError
+from .exceptions import LabelwiseError, user_stacklevel
 
 RNGLike = int | np.random.Generator | np.random.SeedSequence | None
 
@@ -290,6 +291,7 @@ def check_model_predictions(
         )
     if arr.shape[0] < min_models:
         raise too_few_models(name, arr.shape[0], min_models)
+    warn_if_transposed(arr.shape, name)
     arr = check_finite_array(arr, name, ndim=(2, 3))
     if arr.ndim == 3:
         return arr.argmax(axis=2).astype(np.int64), int(arr.shape[2])
@@ -302,6 +304,29 @@ def check_model_predictions(
     if labels.min() < 0:
         raise LabelwiseError(f"{name} must be non-negative class labels, got {labels.min()}")
     return labels, None
+
+
+#: From this many models on, more models than inputs is read as a transposed table.
+MANY_MODELS = 50
+
+
+def warn_if_transposed(shape: tuple[int, ...], name: str = "predictions") -> None:
+    """A warning when several models' predictions of ``shape`` (n_models, N[, C]) hold more
+    models than inputs: an (N, n_models) table (a DataFrame, a list of per-input rows) was
+    taken as N models of n_models inputs, and rows were proposed among the models without a
+    word (the CLI refuses it, :func:`labelwise.cli._common.check_model_stack`). Only from
+    :data:`MANY_MODELS` models on: hand-made cases (2-10 models of 1-5 inputs) are legal, and
+    a table of that few inputs is no pile to label. A warning, not an error: a tiny pile may
+    have fewer inputs than models."""
+    if len(shape) in (2, 3) and shape[0] > shape[1] and shape[0] >= MANY_MODELS:
+        axes = "(n_models, N)" if len(shape) == 2 else "(n_models, N, C)"
+        warnings.warn(
+            f"{name} hold {shape[0]} models of {shape[1]} inputs each, more models than "
+            f"inputs; if their rows are inputs and their columns models (a table, a DataFrame), "
+            f"give it as {axes}: np.swapaxes({name}, 0, 1)",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
 
 
 PROBS_TOLERANCE = 1e-3  # float32 softmax rows sum to 1 within ~1e-6; CSV round trips less

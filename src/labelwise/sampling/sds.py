@@ -49,6 +49,7 @@ from .._validation import (
     check_model_predictions,
     check_rng,
     too_few_models,
+    warn_if_transposed,
 )
 from ..exceptions import LabelwiseError
 from ._candidates import candidate_count, check_fraction, draw_candidates, extend_candidates
@@ -152,6 +153,7 @@ def _check_predictions(predictions: ArrayLike) -> Any:
         )
     if arr.shape[0] < 2:
         raise too_few_models("predictions", arr.shape[0], 2)
+    warn_if_transposed(tuple(arr.shape))
     return arr
 
 
