@@ -208,3 +208,13 @@ def test_predictions_with_more_models_than_inputs_warn_of_a_transposed_table(cal
     assert caught[0].filename == __file__
     call(pred)  # warnings are errors here
     call(g.integers(0, 3, (10, 5)))  # hand-made: 10 models of 5 inputs, no warning
+
+
+@pytest.mark.parametrize("probs", ["classification", None])
+def test_activations_without_a_column_are_named_as_such(probs) -> None:
+    """Campaign on (N, 0) activations (an empty layer, a slice [:, :0]) said they 'must be
+    small enough to standardise (|a| well below 1e308) ... overflows at row 0; divide them by
+    a constant first'. Now the same message as CES: at least one neuron (column)."""
+    acts, p = _pile()
+    with pytest.raises(lw.LabelwiseError, match=r"at least one neuron \(column\), got shape"):
+        lw.Campaign(acts[:, :0], p if probs else None, rng=0)

@@ -176,6 +176,10 @@ class Campaign:
         score_floor: float | None = None,
     ) -> None:
         acts = check_rows(activations, "activations", ndim=2)
+        if acts.shape[1] == 0:  # was 'must be small enough to standardise ... overflows'
+            raise LabelwiseError(
+                f"activations must have at least one neuron (column), got shape {acts.shape}"
+            )
         n = acts.shape[0]
         probs = None
         if probabilities is not None:
