@@ -218,3 +218,22 @@ def test_activations_without_a_column_are_named_as_such(probs) -> None:
     acts, p = _pile()
     with pytest.raises(lw.LabelwiseError, match=r"at least one neuron \(column\), got shape"):
         lw.Campaign(acts[:, :0], p if probs else None, rng=0)
+
+
+@pytest.mark.parametrize("method", ["srs", "stratified", "auto"])
+def test_equal_regression_scores_with_a_floor_do_not_warn_of_zero_width(method) -> None:
+    """A regression campaign with score_floor=-3 and 20 equal scores returned [-0.48, 0.776]
+    (widened to the betting interval on [-3, 1]) but warned, and noted, that 'the interval has
+    zero width and understates the uncertainty'. The design's interval had zero width; the one
+    returned has not: no such warning or note. Without a floor the warning stays."""
+    acts = np.random.default_rng(0).normal(size=(300, 5))
+    c = lw.Campaign(acts, None, method=method, rng=0, score_floor=-3)
+    rows = c.propose(20)
+    c.record(rows, np.full(20, 0.5))
+    e = c.estimate()  # warnings are errors here
+    assert e.ci_low < 0.5 < e.ci_high and "widened to betting" in e.interval
+    assert not any("zero width" in n for n in e.notes)
+    plain = lw.Campaign(acts, None, method=method, rng=0)
+    plain.record(plain.propose(20), np.full(20, 0.5))
+    with pytest.warns(lw.DegenerateDataWarning, match="the interval has zero width"):
+        assert plain.estimate().ci_low == 0.5

@@ -89,6 +89,8 @@ _LAPLACE_UNTIL_ERRORS = 6
 _FLOOR = 2
 # anytime: the asymptotic sequence is at least the fixed-n interval at level 1 - alpha / this
 _CS_GUARD = 20.0
+# the degenerate-data warning of an interval of zero width (all labelled scores equal)
+_ZERO_WIDTH = "the interval has zero width"
 #: Below this many labels the asymptotic sequence is hulled with the exact one (``estimate``).
 _EXACT_BELOW = 20
 # active: errors seen among the draws up to which the lower limit allows for unseen ones
@@ -791,6 +793,34 @@ class Campaign:
                 exact = self._anytime(rec, conf, metric, [])
                 lo, hi = min(lo, exact.ci_low), max(hi, exact.ci_high)
             return dataclasses.replace(cs, ci_low=lo, ci_high=hi)
+        if self.score_floor is None:
+            return self._fixed_n_estimate(rec, conf, metric, notes)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est = self._fixed_n_estimate(rec, conf, metric, notes)
+        # valid whatever the tail: never narrower than the betting interval on the known range
+        cs = self._anytime(rec, conf, metric, [])
+        lo, hi = min(est.ci_low, cs.ci_low), max(est.ci_high, cs.ci_high)
+        widened = (lo, hi) != (est.ci_low, est.ci_high)
+        for c in caught:
+            # all scores equal: the design's interval had zero width, the widened one has not
+            # (the warning said it 'understates the uncertainty' of [-0.48, 0.776])
+            if not (widened and _ZERO_WIDTH in str(c.message)):
+                warnings.warn(str(c.message), c.category, stacklevel=user_stacklevel())
+        if not widened:
+            return est
+        return dataclasses.replace(
+            est,
+            ci_low=lo,
+            ci_high=hi,
+            interval=f"{est.interval}, widened to betting on [{self.score_floor:g}, 1]",
+            notes=tuple(n for n in est.notes if _ZERO_WIDTH not in n),
+        )
+
+    def _fixed_n_estimate(
+        self, rec: NDArray[np.int64], conf: float, metric: str, notes: list[str]
+    ) -> Estimate:
+        """The design's fixed-n estimate from the recorded rows ``rec`` (not anytime)."""
         if self.method == "srs":
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -819,19 +849,7 @@ class Campaign:
             est = self._active_estimate(conf, metric, notes)
         else:
             est = self._stratified_estimate(rec, conf, metric, notes)
-        if self.score_floor is None:
-            return est
-        # valid whatever the tail: never narrower than the betting interval on the known range
-        cs = self._anytime(rec, conf, metric, [])
-        lo, hi = min(est.ci_low, cs.ci_low), max(est.ci_high, cs.ci_high)
-        if (lo, hi) == (est.ci_low, est.ci_high):
-            return est
-        return dataclasses.replace(
-            est,
-            ci_low=lo,
-            ci_high=hi,
-            interval=f"{est.interval}, widened to betting on [{self.score_floor:g}, 1]",
-        )
+        return est
 
     def _merged_strata(
         self, rec: NDArray[np.int64], notes: list[str]
