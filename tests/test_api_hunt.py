@@ -237,3 +237,16 @@ def test_equal_regression_scores_with_a_floor_do_not_warn_of_zero_width(method) 
     plain.record(plain.propose(20), np.full(20, 0.5))
     with pytest.warns(lw.DegenerateDataWarning, match="the interval has zero width"):
         assert plain.estimate().ci_low == 0.5
+
+
+def test_wilson_interval_takes_a_numpy_confidence() -> None:
+    """wilson_interval(5, 10, np.float32(0.95)) said 'confidence must be in (0, 1), got
+    np.float32(0.95)' (it took only Python int/float); every estimator takes numpy scalars."""
+    ref = lw.wilson_interval(5, 10, 0.95)
+    assert lw.wilson_interval(5, 10, np.float64(0.95)) == ref
+    lo, hi = lw.wilson_interval(5, 10, np.float32(0.95))
+    assert lo == pytest.approx(ref[0], abs=1e-7) and hi == pytest.approx(ref[1], abs=1e-7)
+    with pytest.raises(lw.LabelwiseError, match=r"confidence must be in \(0, 1\), got 1.5"):
+        lw.wilson_interval(5, 10, 1.5)
+    with pytest.raises(lw.LabelwiseError, match="confidence must be"):
+        lw.wilson_interval(5, 10, True)

@@ -252,9 +252,7 @@ def wilson_interval(
         raise LabelwiseError(f"n must be >= 1, got {n}")
     if not 0 <= successes <= n:
         raise LabelwiseError(f"successes must be in [0, n] = [0, {n}], got {successes}")
-    conf_ok = isinstance(confidence, int | float) and 0 < confidence < 1
-    if not conf_ok:
-        raise LabelwiseError(f"confidence must be in (0, 1), got {confidence!r}")
+    confidence = check_confidence(confidence)  # numpy scalars too, as every estimator
     if not 0 <= fpc <= 1:
         raise LabelwiseError(f"fpc must be in [0, 1], got {fpc}")
     z = float(stats.norm.ppf(0.5 + confidence / 2)) * math.sqrt(fpc)
