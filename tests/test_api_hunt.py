@@ -250,3 +250,20 @@ def test_wilson_interval_takes_a_numpy_confidence() -> None:
         lw.wilson_interval(5, 10, 1.5)
     with pytest.raises(lw.LabelwiseError, match="confidence must be"):
         lw.wilson_interval(5, 10, True)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"uniform_share": None}, {"power": "2"}, {"tau0": [0.002]}, {"power_tuning": None},
+     {"tau_noise": "0.5"}, {"prob_guard": None}, {"contrast_floor": "x"}, {"prob_temper": None},
+     {"uniform_share": True}, {"power": float("inf")}],
+)  # fmt: skip
+def test_ranking_campaign_tuning_values_that_are_not_numbers_are_named(kwargs) -> None:
+    """RankingCampaign(uniform_share=None) or power='2' (a config file's text) ended in a raw
+    TypeError ("'<' not supported between instances of 'int' and 'NoneType'"); True passed as
+    uniform_share 1, infinity as a power. Each is now a LabelwiseError naming the argument."""
+    (name,) = kwargs
+    pred = np.random.default_rng(0).integers(0, 3, (3, 40))
+    with pytest.raises(lw.LabelwiseError, match=rf"^{name} must be (a number )?(in|>)"):
+        lw.RankingCampaign(pred, rng=0, **kwargs)
+    lw.RankingCampaign(pred, rng=0, **{name: np.float32(0.5)})  # numpy numbers are numbers

@@ -114,7 +114,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -386,34 +386,18 @@ class RankingCampaign:
         if method not in METHODS:
             raise LabelwiseError(f"method must be one of {list(METHODS)}, got {method!r}")
         self.method = "active" if method == "auto" else method
-        if not 0 < uniform_share <= 1:
-            raise LabelwiseError(f"uniform_share must be in (0, 1], got {uniform_share}")
-        if not power > 0:
-            raise LabelwiseError(f"power must be > 0, got {power}")
-        if not tau0 > 0:
-            raise LabelwiseError(f"tau0 must be > 0, got {tau0}")
+        self._eta = _real(uniform_share, "uniform_share", "in (0, 1]", lambda v: 0 < v <= 1)
+        self._pow = _real(power, "power", "> 0", lambda v: v > 0)
+        self._tau0 = _real(tau0, "tau0", "> 0", lambda v: v > 0)
         if surrogate not in SURROGATES:
             raise LabelwiseError(f"surrogate must be one of {list(SURROGATES)}, got {surrogate!r}")
         self._surrogate_kind = surrogate
         self._weighted = surrogate in ("weighted", "mixed")
-        if not power_tuning >= 0:
-            raise LabelwiseError(f"power_tuning must be >= 0, got {power_tuning}")
-        self._n0 = float(power_tuning)
-        if not tau_noise >= 0:
-            raise LabelwiseError(f"tau_noise must be >= 0, got {tau_noise}")
-        self._tau_noise = float(tau_noise)
-        if not prob_guard >= 0:
-            raise LabelwiseError(f"prob_guard must be >= 0, got {prob_guard}")
-        self._prob_guard = float(prob_guard)
-        if not contrast_floor >= 0:
-            raise LabelwiseError(f"contrast_floor must be >= 0, got {contrast_floor}")
-        self._contrast_floor = float(contrast_floor)
-        if not prob_temper >= 0:
-            raise LabelwiseError(f"prob_temper must be >= 0, got {prob_temper}")
-        self._prob_temper = float(prob_temper)
-        self._eta = float(uniform_share)
-        self._pow = float(power)
-        self._tau0 = float(tau0)
+        self._n0 = _real(power_tuning, "power_tuning", ">= 0", lambda v: v >= 0)
+        self._tau_noise = _real(tau_noise, "tau_noise", ">= 0", lambda v: v >= 0)
+        self._prob_guard = _real(prob_guard, "prob_guard", ">= 0", lambda v: v >= 0)
+        self._contrast_floor = _real(contrast_floor, "contrast_floor", ">= 0", lambda v: v >= 0)
+        self._prob_temper = _real(prob_temper, "prob_temper", ">= 0", lambda v: v >= 0)
         self._n_draws = check_int(n_draws, "n_draws", minimum=100)
         if model_names is None:
             self.model_names = tuple(f"M{i + 1}" for i in range(m))
@@ -1264,6 +1248,20 @@ CPPI_PARAMS = {
         "CPPI: uniform share of each draw probability",
     ),
 }
+
+
+def _real(value: Any, name: str, bounds: str, ok: Callable[[float], bool]) -> float:
+    """``value`` as a float: a finite real number (not a bool) for which ``ok`` holds; else
+    an error saying ``name`` must be ``bounds``. ``uniform_share=None`` or ``power="2"`` (a
+    config file's text) ended in a raw TypeError from the comparison."""
+    if isinstance(value, bool | np.bool_) or not isinstance(
+        value, int | float | np.integer | np.floating
+    ):
+        raise LabelwiseError(f"{name} must be a number {bounds}, got {value!r}")
+    v = float(value)
+    if not (math.isfinite(v) and ok(v)):
+        raise LabelwiseError(f"{name} must be {bounds}, got {value}")
+    return v
 
 
 @validate_params(CPPI_PARAMS)
