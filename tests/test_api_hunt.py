@@ -124,7 +124,7 @@ def test_2d_scores_of_several_models_are_not_called_one_models_probabilities(
 def test_ranking_campaign_records_true_false_labels_of_a_binary_task() -> None:
     """Boolean predictions were read as classes 0/1, but the same task's boolean labels
     were refused ('labels must be integer class labels, got dtype bool'). Recorded as 1/0,
-    they give the ranking the integer labels give."""
+    they give the ranking the integer labels give; with more than 2 classes they are refused."""
     g = np.random.default_rng(3)
     y = g.random(60) < 0.5
     pred = np.stack([np.where(g.random(60) < a, y, ~y) for a in (0.9, 0.7, 0.6)])
@@ -136,6 +136,10 @@ def test_ranking_campaign_records_true_false_labels_of_a_binary_task() -> None:
         out.append(c.ranking())
     np.testing.assert_array_equal(out[0].accuracy, out[1].accuracy)
     np.testing.assert_array_equal(out[0].prob_best, out[1].prob_best)
+    three = lw.RankingCampaign(pred + np.arange(60) % 2, rng=0, n_draws=200)  # classes 0..2
+    rows = three.propose(4)
+    with pytest.raises(lw.LabelwiseError, match="got True/False for 3 classes"):
+        three.record(rows, y[rows])
 
 
 def _tiny_pile_campaign(n_rows: int, n_labels: int, seed: int, method: str = "auto"):

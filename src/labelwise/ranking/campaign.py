@@ -553,6 +553,11 @@ class RankingCampaign:
         if lab.dtype.kind == "f" and np.all(np.isfinite(lab)) and np.all(lab == np.round(lab)):
             lab = lab.astype(np.int64)
         if lab.dtype.kind == "b":  # a binary task's True/False: classes 1/0, as the predictions
+            if self.n_classes != 2:
+                raise LabelwiseError(
+                    f"labels must be integer class labels, got True/False for {self.n_classes} "
+                    "classes (True/False are the classes 1/0 of a binary task)"
+                )
             lab = lab.astype(np.int64)
         if lab.dtype.kind not in "iu":
             raise LabelwiseError(
