@@ -898,7 +898,6 @@ def test_ctrl_c_while_the_command_starts_prints_no_traceback(tmp_path: Path) -> 
     import signal
     import subprocess
     import sys
-    import time
 
     import labelwise
 
@@ -908,23 +907,31 @@ def test_ctrl_c_while_the_command_starts_prints_no_traceback(tmp_path: Path) -> 
     target = re.search(r'^labelwise = "([\w.]+):(\w+)"', pyproject.read_text(), re.M)
     assert target is not None
     module, function = target.groups()
-    # what the generated console script does, announcing itself before the import
-    code = (
-        "import sys; sys.stderr.write('started\\n'); sys.stderr.flush(); "
-        f"from {module} import {function}; sys.exit({function}())"
-    )
+    # what the generated console script does; -X importtime reports each import as it
+    # completes: the first labelwise submodule reported means the package's import is under way
+    code = f"import sys; from {module} import {function}; sys.exit({function}())"
     env = {**os.environ, "PYTHONPATH": str(Path(labelwise.__file__).parents[1])}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, "--version"],
-        stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
-    )  # fmt: skip
-    assert proc.stderr is not None
-    assert proc.stderr.readline() == "started\n"
-    time.sleep(0.05)  # inside the package's import (numba alone takes longer)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert "Traceback" not in err, err
-    assert (
-        proc.returncode == 130
-        and err == "labelwise: interrupted while starting; nothing was done\n"
+    # on a busy machine the signal can arrive after the imports are done (the version is
+    # printed, exit 0: the window was missed, not a failure); up to 8 tries for one that lands
+    for _ in range(8):
+        proc = subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-c", code, "--version"],
+            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+        )  # fmt: skip
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.rstrip().endswith(("labelwise._deps", "labelwise.exceptions")):
+                break
+        else:
+            pytest.fail("labelwise's import was not reported")
+        proc.send_signal(signal.SIGINT)
+        out, rest = proc.communicate(timeout=60)
+        err = "".join(x for x in rest.splitlines(keepends=True) if not x.startswith("import time"))
+        assert "Traceback" not in err, err
+        if (proc.returncode, out) != (0, f"labelwise {labelwise.__version__}\n"):
+            break
+    assert (proc.returncode, out, err) == (
+        130,
+        "",
+        "labelwise: interrupted while starting; nothing was done\n",
     )
