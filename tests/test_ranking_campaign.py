@@ -957,7 +957,7 @@ def _nested_zoo(gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     return np.where(right, y[None, :], wrong), y
 
 
-@pytest.mark.parametrize("rep", [6, 12, 82, 95])
+@pytest.mark.parametrize("rep", [6, 12, 82, 96])
 def test_intervals_count_the_consensus_errors_of_the_all_agree_rows(rep: int) -> None:
     """Nested models all wrong together on 20 % of the rows: the rows where every model
     agrees are labelled only through the uniform share, and their consensus errors decide
@@ -966,12 +966,13 @@ def test_intervals_count_the_consensus_errors_of_the_all_agree_rows(rep: int) ->
     interval post-stratified on those rows (_stratified_intervals) covers every model.
     Over 200 campaigns: coverage 0.836 / 0.922 -> 0.848 / 0.944 at 35 / 60 labels. (Seed 33
     drew 6 such errors once the vote's power was shrunk less where the labels distrust it;
-    12, whose design interval misses a model with 1, replaced it.)"""
+    12, whose design interval misses a model with 1, replaced it; 96, the same, replaced 95
+    once ranking() drew from its own stream and 95's campaign drew no such error.)"""
     gen = np.random.default_rng([0, rep])
     pred, y = _nested_zoo(gen)
     true = (pred == y).mean(axis=1)
     camp = lw.RankingCampaign(pred, rng=np.random.default_rng([1, rep]), n_draws=200)
-    for n in (35, 60):  # ranked after 35 labels too (its draws move the generator)
+    for n in (35, 60):  # ranked after 35 labels too (a look moves nothing since)
         while camp.n_labelled < n:
             rows = camp.propose(5)
             camp.record(rows, y[rows])
@@ -1555,3 +1556,37 @@ def test_a_campaign_pickled_before_reach_and_tempering_still_ranks() -> None:
     assert np.array_equal(r_old.ci_low, r_told.ci_low)
     assert np.array_equal(r_old.ci_high, r_told.ci_high)
     assert np.isclose(r_old.prob_best.sum(), 1.0)
+
+
+def test_looking_at_the_ranking_moves_neither_the_next_rows_nor_itself() -> None:
+    """ranking() drew its Monte-Carlo draws from the generator propose() uses: a user who
+    looked between rounds was then asked to label other rows than one who did not (with the
+    same seed and labels), and two looks at the same state differed in prob_best by up to
+    0.02 (api33). Its draws now have their own stream, keyed by the seed and the labels."""
+    gen = np.random.default_rng(5)
+    truth = gen.integers(0, 3, 2000)
+    right = gen.random((6, 2000)) < np.linspace(0.6, 0.9, 6)[:, None]
+    pred = np.where(right, truth, gen.integers(0, 3, (6, 2000)))
+
+    def run(look: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rc = lw.RankingCampaign(pred, rng=0)
+        for _ in range(6):
+            rows = rc.propose(10)
+            rc.record(rows, truth[rows])
+            if look:
+                rc.ranking()
+        return rc.rows, rc.ranking().prob_best, rc.ranking().prob_best
+
+    quiet, looked = run(False), run(True)
+    np.testing.assert_array_equal(quiet[0], looked[0])
+    np.testing.assert_array_equal(quiet[1], quiet[2])
+    np.testing.assert_array_equal(quiet[1], looked[1])
+    # a restored generator (select --extend, rank) gives the same draws as the seeded one
+    restored = np.random.Generator(np.random.PCG64())
+    restored.bit_generator.state = np.random.default_rng(0).bit_generator.state
+    rc = lw.RankingCampaign(pred, rng=restored)
+    for _ in range(6):
+        rows = rc.propose(10)
+        rc.record(rows, truth[rows])
+    np.testing.assert_array_equal(rc.rows, quiet[0])
+    np.testing.assert_array_equal(rc.ranking().prob_best, quiet[1])

@@ -114,6 +114,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -406,6 +407,10 @@ class RankingCampaign:
         else:
             self.model_names = check_model_names(model_names, m)
         self._gen = check_rng(rng)
+        # ranking()'s Monte-Carlo draws come from their own stream, keyed by the generator's
+        # state here and the labels recorded: looking at the ranking between rounds neither
+        # moves the rows proposed next nor changes on a second look (_ranking_generator)
+        self._ranking_entropy = _state_entropy(self._gen)
         self._hard = (pred == majority_vote(pred)[None, :]).astype(np.float32)
         if surrogate == "vote":
             self._surrogate = self._hard
@@ -646,10 +651,19 @@ class RankingCampaign:
         lead = self._pred[np.ix_(top, self.rows)]
         return max(1, int(np.count_nonzero((lead != lead[:1]).any(axis=0))))
 
+    def _ranking_generator(self) -> np.random.Generator:
+        """The generator of :meth:`ranking`'s draws: seeded by the campaign's generator as it
+        was given (:func:`_state_entropy`) and the number of labels recorded, so the same
+        labels give the same ``prob_best`` however often you look, and a look draws nothing
+        from the stream that :meth:`propose` uses."""
+        seq = np.random.SeedSequence(self._ranking_entropy, spawn_key=(len(self._labels),))
+        return np.random.default_rng(seq)
+
     def ranking(self, *, confidence: float = 0.95, rank_level: float = 0.9) -> Ranking:
         """The models ranked, with intervals, ``prob_best``, ``prob_beats`` and rank sets."""
         conf = check_confidence(confidence)
         level = check_probability(rank_level, "rank_level")
+        gen = self._ranking_generator()
         if self.method == "active":
             post = self._posterior()
             # (3-4 distinct models, or a binary zoo of 5+ under the same prior: no guard,
@@ -664,28 +678,28 @@ class RankingCampaign:
             # where a rising trend in the vote share explains the pull (limit 0, gate > 0), the
             # vote's order stands for P(best) too (_translation_gate)
             contrast = self._contrast_floor * limit
-            draws = self._posterior(guard, contrast).draws(self._gen, self._n_draws)
+            draws = self._posterior(guard, contrast).draws(gen, self._n_draws)
             if (mean != pooled).any():  # the limited translation: its posterior's draws
                 draws = draws + (mean - pooled)[None, :]
                 if pad.any():
-                    draws = draws + self._gen.standard_normal(draws.shape) @ _root(pad).T
+                    draws = draws + gen.standard_normal(draws.shape) @ _root(pad).T
                 if self._reps.size < self.n_models:  # copies stay exactly equal
                     draws = draws[:, self._reps][:, self._group]
             if limit > 0 and self._prob_temper > 0:  # the labels discounted (_tempered_draws)
                 excess = limit * self._prob_temper / self._leaders_split(mean)
                 draws = _tempered_draws(draws, mean, excess, self._group)
             # rank sets from the guarded posterior (tau_noise)
-            guarded = self._posterior(self._tau_noise).draws(self._gen, self._n_draws)
+            guarded = self._posterior(self._tau_noise).draws(gen, self._n_draws)
             low, high = _rank_sets(guarded, level)
             if post.design is not None:
                 d_low, d_high = _rank_sets(
-                    _Mixture.gaussian(*post.design).draws(self._gen, self._n_draws),
+                    _Mixture.gaussian(*post.design).draws(gen, self._n_draws),
                     level,
                 )
                 low, high = np.minimum(low, d_low), np.maximum(high, d_high)
         else:
             mean, cov = self._labelled_estimate()
-            draws = _Mixture.gaussian(mean, cov).draws(self._gen, self._n_draws)
+            draws = _Mixture.gaussian(mean, cov).draws(gen, self._n_draws)
             low, high = _rank_sets(draws, level)
         order = np.argsort(-mean, kind="stable").astype(np.int64)
         rank = stats.rankdata(-np.round(mean, 12), method="min").astype(np.int64)
@@ -1453,6 +1467,20 @@ _FEW_CONTRASTS = 3
 _P_FREE_FEW = 0.9
 _GAP_FREE = 0.35
 _FEW_SCALE = 0.25
+
+
+def _state_entropy(gen: np.random.Generator) -> int:
+    """128 bits from a SHA-256 of ``gen``'s bit-generator state, drawing nothing from it: a
+    seeded generator (or one restored from a selection's stored state, as ``select --extend``
+    and ``rank`` do) gives the same entropy every time."""
+    state = json.dumps(
+        gen.bit_generator.state,
+        sort_keys=True,
+        default=lambda v: v.tolist() if hasattr(v, "tolist") else str(v),
+    )
+    return int.from_bytes(hashlib.sha256(state.encode()).digest()[:16], "little")
+
+
 _VOTE_PRIOR_CONTRASTS = 5  # zoos of more than 2 classes: the vote's prior for up to 6 models
 _VOTE_AHEAD = 2.0  # ... where the labels' checks put the vote this far (z + t) ahead
 _P_WIDE_FEW = 0.2  # few contrasts: the flat tau prior's share beside Daniels' (times the share
