@@ -1696,11 +1696,14 @@ def _resolve(method: str, regression: bool) -> str:
     it (:meth:`Campaign._assisted_design`: cross-validated R² >= ``ASSIST_R2`` from 10
     labels per coefficient in every fold) the estimate is the cross-fitted difference
     estimator on the same rows. Measured (1,000 campaigns, sizes 35..180, rg33 in
-    docs/estimation-notes.md): E 0.94 -> 0.80 on a covariate-shift pile, w 0.78, coverage
-    min 0.93+; on the study's three regression piles the rule fired at 0.0-0.2 % of the
-    estimates (their numbers unchanged otherwise). ``"model-assisted"`` itself (10
-    outlyingness strata, surrogate from about 38 labels) saved as much on the shift pile
-    (E 0.76) but covered 0.90 at 45 labels, and ``"stratified"`` saved less (E 0.90).
+    docs/estimation-notes.md, ``benchmarks/predictable_regression.py``): E 0.82, 0.96, 0.88
+    against SRS on the same rows (w 0.79, 0.92, 0.90) on piles of covariate shift,
+    heteroscedastic noise and an unseen sub-population, coverage 0.957-0.964 (worst size
+    0.921, SRS's own at 35 labels, before the rule can switch; 0.940 where it does); on the
+    study's three regression piles it switched at 0.01-0.2 % of the estimates.
+    ``"model-assisted"`` itself (10 outlyingness strata, surrogate from about 38 labels)
+    saved as much on the shift pile (E 0.76) but covered 0.90 at 45 labels, and
+    ``"stratified"`` saved less (E 0.90).
     """
     if method != "auto":
         return method
