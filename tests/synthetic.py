@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -70,6 +74,35 @@ def run_cli(argv: Sequence[Any], capsys: Any) -> tuple[int, str, str]:
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def interrupt_while_importing(args: Sequence[str], cwd: Path) -> tuple[int, str, str]:
+    """``python -X importtime ARGS --version`` interrupted by SIGINT while it imports labelwise:
+    its exit code, stdout and stderr without the import-time lines. -X importtime reports each
+    import as it completes, so the first labelwise submodule reported means the package's
+    import is under way. On a busy machine the signal can arrive after the imports are done
+    (the version is printed, exit 0: the window was missed, not a failure): up to 8 tries for
+    one that lands."""
+    import labelwise
+
+    env = {**os.environ, "PYTHONPATH": str(Path(labelwise.__file__).parents[1])}
+    for _ in range(8):
+        proc = subprocess.Popen(
+            [sys.executable, "-X", "importtime", *args, "--version"],
+            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=cwd,
+        )  # fmt: skip
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.rstrip().endswith(("labelwise._deps", "labelwise.exceptions")):
+                break
+        else:
+            raise AssertionError("labelwise's import was not reported")
+        proc.send_signal(signal.SIGINT)
+        out, rest = proc.communicate(timeout=60)
+        err = "".join(x for x in rest.splitlines(keepends=True) if not x.startswith("import time"))
+        if (proc.returncode, out) != (0, f"labelwise {labelwise.__version__}\n"):
+            break
+    return proc.returncode, out, err
 
 
 def srs_selection(

@@ -8,7 +8,6 @@ import base64
 import io
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ import pytest
 import labelwise
 from label_helpers import Running
 from labelwise.cli._labelling import LabelSession
-from synthetic import captured_pile, run_cli, srs_selection
+from synthetic import captured_pile, interrupt_while_importing, run_cli, srs_selection
 
 INTERRUPTED = "labelwise: interrupted while starting; nothing was done\n"
 
@@ -35,27 +34,9 @@ def test_ctrl_c_while_python_m_imports_the_package_prints_no_traceback(
     KeyboardInterrupt traceback through runpy. It now ends as the console command does: exit
     130 and one line. -X importtime reports each import as it completes: the first labelwise
     submodule reported means the package's own import is under way."""
-    env = {**os.environ, "PYTHONPATH": str(Path(labelwise.__file__).parents[1])}
-    # on a busy machine the signal can arrive after the imports are done (the version is
-    # printed, exit 0: the window was missed, not a failure); up to 8 tries for one that lands
-    for _ in range(8):
-        proc = subprocess.Popen(
-            [sys.executable, "-X", "importtime", "-m", module, "--version"],
-            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
-        )  # fmt: skip
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if line.rstrip().endswith(("labelwise._deps", "labelwise.exceptions")):
-                break
-        else:
-            pytest.fail("labelwise's import was not reported")
-        proc.send_signal(signal.SIGINT)
-        out, rest = proc.communicate(timeout=60)
-        err = "".join(x for x in rest.splitlines(keepends=True) if not x.startswith("import time"))
-        assert "Traceback" not in err, err
-        if (proc.returncode, out) != (0, f"labelwise {labelwise.__version__}\n"):
-            break
-    assert (proc.returncode, out, err) == (130, "", INTERRUPTED)
+    code, out, err = interrupt_while_importing(["-m", module], tmp_path)
+    assert "Traceback" not in err, err
+    assert (code, out, err) == (130, "", INTERRUPTED)
 
 
 def _tiny_model_and_data() -> None:

@@ -5,7 +5,6 @@ CLI."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import numpy as np
 import pytest
 
 from labelwise.registry import rank_instead
-from synthetic import run_cli
+from synthetic import interrupt_while_importing, run_cli
 
 
 def _identity_classifier(tmp_path: Path, predictions: list[int]) -> tuple[Path, Path]:
@@ -895,9 +894,6 @@ def test_ctrl_c_while_the_command_starts_prints_no_traceback(tmp_path: Path) -> 
     console script (pyproject's [project.scripts]) now enters through a module outside the
     package that imports it inside a KeyboardInterrupt handler: exit 130, one line."""
     import re
-    import signal
-    import subprocess
-    import sys
 
     import labelwise
 
@@ -907,31 +903,9 @@ def test_ctrl_c_while_the_command_starts_prints_no_traceback(tmp_path: Path) -> 
     target = re.search(r'^labelwise = "([\w.]+):(\w+)"', pyproject.read_text(), re.M)
     assert target is not None
     module, function = target.groups()
-    # what the generated console script does; -X importtime reports each import as it
-    # completes: the first labelwise submodule reported means the package's import is under way
+    # what the generated console script does
     code = f"import sys; from {module} import {function}; sys.exit({function}())"
-    env = {**os.environ, "PYTHONPATH": str(Path(labelwise.__file__).parents[1])}
-    # on a busy machine the signal can arrive after the imports are done (the version is
-    # printed, exit 0: the window was missed, not a failure); up to 8 tries for one that lands
-    for _ in range(8):
-        proc = subprocess.Popen(
-            [sys.executable, "-X", "importtime", "-c", code, "--version"],
-            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
-        )  # fmt: skip
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if line.rstrip().endswith(("labelwise._deps", "labelwise.exceptions")):
-                break
-        else:
-            pytest.fail("labelwise's import was not reported")
-        proc.send_signal(signal.SIGINT)
-        out, rest = proc.communicate(timeout=60)
-        err = "".join(x for x in rest.splitlines(keepends=True) if not x.startswith("import time"))
-        assert "Traceback" not in err, err
-        if (proc.returncode, out) != (0, f"labelwise {labelwise.__version__}\n"):
-            break
-    assert (proc.returncode, out, err) == (
-        130,
-        "",
-        "labelwise: interrupted while starting; nothing was done\n",
-    )
+    status, out, err = interrupt_while_importing(["-c", code], tmp_path)
+    assert "Traceback" not in err, err
+    assert (status, out) == (130, "")
+    assert err == "labelwise: interrupted while starting; nothing was done\n"
