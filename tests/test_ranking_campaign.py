@@ -1558,6 +1558,29 @@ def test_a_campaign_pickled_before_reach_and_tempering_still_ranks() -> None:
     assert np.isclose(r_old.prob_best.sum(), 1.0)
 
 
+def test_a_campaign_pickled_before_its_ranking_stream_still_ranks() -> None:
+    """A RankingCampaign pickled before ranking() had its own stream has no _ranking_entropy:
+    ranking() raised AttributeError on it. It now keys the stream by the generator's state:
+    the same estimates as the campaign, the same prob_best at every look, and the proposals
+    untouched by a look."""
+    import pickle
+
+    zoo = synthetic_zoo([0.7, 0.75, 0.8, 0.85, 0.9], 600, rng=2)
+    camp = lw.RankingCampaign(zoo.predictions, rng=2, n_draws=200)
+    for _ in range(4):
+        rows = camp.propose(10)
+        camp.record(rows, zoo.labels[rows])
+    old = pickle.loads(pickle.dumps(camp))
+    del old.__dict__["_ranking_entropy"]
+    old = pickle.loads(pickle.dumps(old))
+    unlooked = pickle.loads(pickle.dumps(old))
+    r_old, r_new = old.ranking(), camp.ranking()
+    np.testing.assert_array_equal(r_old.accuracy, r_new.accuracy)
+    np.testing.assert_array_equal(r_old.ci_low, r_new.ci_low)
+    np.testing.assert_array_equal(r_old.prob_best, old.ranking().prob_best)
+    np.testing.assert_array_equal(old.propose(10), unlooked.propose(10))
+
+
 def test_looking_at_the_ranking_moves_neither_the_next_rows_nor_itself() -> None:
     """ranking() drew its Monte-Carlo draws from the generator propose() uses: a user who
     looked between rounds was then asked to label other rows than one who did not (with the

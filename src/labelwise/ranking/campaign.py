@@ -319,6 +319,8 @@ class RankingCampaign:
     _reach: NDArray[np.float64] | None = None
     _contested: NDArray[np.bool_] | None = None
     _prob_temper: float = 0.0
+    # ... and its ranking's own stream (_ranking_generator: keyed by the generator's state now)
+    _ranking_entropy: int | None = None
 
     def __init__(
         self,
@@ -655,8 +657,13 @@ class RankingCampaign:
         """The generator of :meth:`ranking`'s draws: seeded by the campaign's generator as it
         was given (:func:`_state_entropy`) and the number of labels recorded, so the same
         labels give the same ``prob_best`` however often you look, and a look draws nothing
-        from the stream that :meth:`propose` uses."""
-        seq = np.random.SeedSequence(self._ranking_entropy, spawn_key=(len(self._labels),))
+        from the stream that :meth:`propose` uses. A campaign pickled before it had that
+        stream (no ``_ranking_entropy``; ranking() raised AttributeError) keys it by the
+        generator's state now: the same for every look until the next proposal."""
+        entropy = self._ranking_entropy
+        if entropy is None:
+            entropy = _state_entropy(self._gen)
+        seq = np.random.SeedSequence(entropy, spawn_key=(len(self._labels),))
         return np.random.default_rng(seq)
 
     def ranking(self, *, confidence: float = 0.95, rank_level: float = 0.9) -> Ranking:
