@@ -271,3 +271,21 @@ def test_ranking_campaign_tuning_values_that_are_not_numbers_are_named(kwargs) -
     with pytest.raises(lw.LabelwiseError, match=rf"^{name} must be (a number )?(in|>)"):
         lw.RankingCampaign(pred, rng=0, **kwargs)
     lw.RankingCampaign(pred, rng=0, **{name: np.float32(0.5)})  # numpy numbers are numbers
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "said"),
+    [
+        ({"n_strata": 0}, "n_strata must be >= 1, got 0"),
+        ({"min_stratum_size": "5"}, "min_stratum_size must be"),
+        ({"n_strata": 3, "score_floor": 2.0}, "score_floor"),
+    ],
+)
+def test_bad_strata_arguments_to_srs_are_refused_not_said_to_be_ignored(kwargs, said) -> None:
+    """Campaign(method='srs', n_strata=0) warned 'n_strata=0 ignored: ... leave it out' and
+    then refused it (with warnings as errors, the warning was all one saw); likewise for
+    another bad argument checked after the warning. The warning now comes once every argument
+    is checked: only the error."""
+    acts, _ = _pile()
+    with pytest.raises(lw.LabelwiseError, match=said):
+        lw.Campaign(acts, None, method="srs", rng=0, **kwargs)

@@ -203,8 +203,8 @@ class Campaign:
         if method not in METHODS:
             raise LabelwiseError(f"method must be one of {METHODS}, got {method!r}")
         self.confidence = check_probability(confidence, "confidence")
-        _warn_unused_strata(method, _resolve(method, probs is None), n_strata, min_stratum_size)
         summary = None if probs is None else probability_summary(probs)
+        given = (n_strata, min_stratum_size)  # as passed (None: left out), for the warning
         if n_strata is None:
             # every predicted class its own stratum (+ the low-confidence strata); 10 bins for
             # regression. Folding a class into "other classes" hides a swapped class (study:
@@ -223,6 +223,8 @@ class Campaign:
         self.score_floor = _check_floor(score_floor, self.task, self.method)
         self.population_size = n
         gen = check_rng(rng)
+        # once every argument is checked: n_strata=0 is an error, not 'ignored'
+        _warn_unused_strata(method, self.method, *given)
         self._seed = int(gen.integers(2**62))
         self._pile = _pile_fingerprint(acts, probs)
         self._setup(acts, probs, summary)
