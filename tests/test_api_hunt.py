@@ -4,6 +4,8 @@ without a word, or a message that misread the input."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -289,3 +291,21 @@ def test_bad_strata_arguments_to_srs_are_refused_not_said_to_be_ignored(kwargs, 
     acts, _ = _pile()
     with pytest.raises(lw.LabelwiseError, match=said):
         lw.Campaign(acts, None, method="srs", rng=0, **kwargs)
+
+
+def test_a_registered_method_named_by_a_word_gets_a_words_article() -> None:
+    """registry.with_article read every registered name as an acronym, letter by letter: a
+    method registered as "margin" gave "an margin selection" (as for "an srs"). A name
+    without a vowel is an acronym; any other is a word."""
+    from labelwise import registry
+
+    expected = {"srs": "an", "css": "a", "ces": "a", "sds": "an", "ddg": "a", "rdg": "an"}
+    expected |= {"cppi": "a", "active": "an", "stratified": "a", "auto": "an"}
+    for name, article in expected.items():
+        assert registry.with_article(name) == f"{article} {name}"
+    for name, article in {"margin": "a", "random": "a", "lhs": "an", "entropy": "an"}.items():
+        registry.register(dataclasses.replace(registry.get("srs"), name=name))
+        try:
+            assert registry.with_article(name) == f"{article} {name}"
+        finally:
+            del registry._METHODS[name]

@@ -177,11 +177,13 @@ def get(name: str) -> Method:
 
 
 def with_article(name: str) -> str:
-    """``name`` after "a" or "an" as it is read aloud: a registered method is an acronym, read
-    letter by letter ("an srs", "an rdg", "a ces"); any other name is a word ("an active", "a
-    stratified"). Messages printed "started a active campaign", "a srs selection"."""
-    spelled = name in _METHODS or name == "srs"
-    vowel_sound = name[:1] in ("aefhilmnorsx" if spelled else "aeiou")
+    """``name`` after "a" or "an" as it is read aloud: a name without a vowel is an acronym,
+    read letter by letter ("an srs", "an rdg", "a css"); any other name is read as a word ("an
+    active", "a stratified", "a ces", "a cppi", a registered "a margin"). Messages printed
+    "started a active campaign", "a srs selection"; every registered name was once taken as
+    an acronym, so a method registered as "margin" gave "an margin"."""
+    spelled = not any(c in "aeiouy" for c in name.lower())
+    vowel_sound = name[:1].lower() in ("aefhilmnorsx" if spelled else "aeiou")
     return f"{'an' if vowel_sound else 'a'} {name}"
 
 
