@@ -234,6 +234,25 @@ def test_equal_non_binary_scores_warn() -> None:
     assert not math.isnan(e.ci_low)
 
 
+@pytest.mark.parametrize(("value", "n"), [(0.1, 20), (0.7, 100), (0.3, 200)])
+def test_equal_scores_whose_variance_rounds_above_zero_warn(value, n) -> None:
+    """srs_estimate warned of equal scores only when their sample variance was exactly 0:
+    twenty scores of 0.1 have a mean of 0.1 + 1e-17 and a variance of 1e-33, so a zero-width
+    interval came back without a word (0.1: 20, 50, 100, 120 labels; 0.7 and 0.3 likewise),
+    also from Campaign(method='srs' or regression 'auto'). All scores equal now warns."""
+    assert np.full(n, value).var(ddof=1) > 0  # the precondition: rounding, not data
+    with pytest.warns(lw.DegenerateDataWarning, match="all .* scores are equal"):
+        e = lw.srs_estimate(np.full(n, value), population_size=4 * n)
+    assert e.ci_high - e.ci_low < 1e-12
+    assert any("zero width" in note for note in e.notes)
+    g = np.random.default_rng(0)
+    camp = lw.Campaign(g.normal(size=(4 * n, 3)), None, method="srs", rng=0)
+    rows = camp.propose(n)
+    camp.record(rows, np.full(n, value))
+    with pytest.warns(lw.DegenerateDataWarning, match="zero width"):
+        camp.estimate()
+
+
 # --- stratified (Eq. 4) ------------------------------------------------------------------
 
 

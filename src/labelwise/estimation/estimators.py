@@ -356,7 +356,8 @@ def _mean_estimate(
             if boot is not None:
                 lo, hi = boot
                 interval = "bootstrap-t"
-            if var1 == 0 and fpc > 0:
+            # all equal (not var1 == 0: twenty scores of 0.1 have a variance of 1e-33)
+            if np.ptp(y) == 0 and fpc > 0:
                 notes.append(
                     _warn(
                         f"all {n} labelled scores are equal; the interval has zero width and "
