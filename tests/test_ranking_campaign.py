@@ -1581,6 +1581,37 @@ def test_a_campaign_pickled_before_its_ranking_stream_still_ranks() -> None:
     np.testing.assert_array_equal(old.propose(10), unlooked.propose(10))
 
 
+def test_a_campaign_pickled_before_the_split_rows_tempering_keeps_its_p_best() -> None:
+    """prob_temper was n0 over all n labels (default 300) and is now n0 over the labelled rows
+    where the five leaders split (default 100). A campaign pickled before holds 300 and read
+    it per split row: on the spread zoo (l = 1, 40 of 60 rows split) its first-ranked model
+    fell from the 0.62 that release reported to 0.53. It keeps l n0 / n."""
+    import pickle
+
+    zoo = regime_zoo("spread", 3000, rng=np.random.default_rng(2))
+    camp = lw.RankingCampaign(zoo.predictions, rng=2, n_draws=400)
+    while camp.n_labelled < 60:
+        rows = camp.propose(5)
+        camp.record(rows, zoo.labels[rows])
+    *_, mean, _, limit = camp._held(camp._posterior())
+    split = camp._leaders_split(mean)
+    assert limit > 0 and split < camp.n_labelled  # the precondition: tempered, fewer rows
+    old = pickle.loads(pickle.dumps(camp))
+    old.__dict__.pop("_temper_by_split", None)
+    del old.__dict__["_ranking_entropy"]
+    old._prob_temper = 300.0  # that release's default
+    old = pickle.loads(pickle.dumps(old))
+    # the same discount l n0 / n through today's rule, on the same stream
+    ref = pickle.loads(pickle.dumps(old))
+    ref._temper_by_split = True
+    ref._prob_temper = 300.0 * split / camp.n_labelled
+    first = camp.ranking().order[0]
+    p_old, p_ref = old.ranking().prob_best, ref.ranking().prob_best
+    np.testing.assert_allclose(p_old, p_ref, atol=0.005)
+    ref._prob_temper = 300.0  # read per split row: the first model 0.53, not 0.62
+    assert p_old[first] - ref.ranking().prob_best[first] > 0.05
+
+
 def test_looking_at_the_ranking_moves_neither_the_next_rows_nor_itself() -> None:
     """ranking() drew its Monte-Carlo draws from the generator propose() uses: a user who
     looked between rounds was then asked to label other rows than one who did not (with the

@@ -321,6 +321,9 @@ class RankingCampaign:
     _prob_temper: float = 0.0
     # ... and its ranking's own stream (_ranking_generator: keyed by the generator's state now)
     _ranking_entropy: int | None = None
+    # ... and prob_temper per labelled row where the leaders split (f493f47): before, its
+    # prob_temper (300 by default) discounted all n labels, l n0 / n, and still does
+    _temper_by_split: bool = False
 
     def __init__(
         self,
@@ -403,6 +406,7 @@ class RankingCampaign:
         self._prob_guard = _real(prob_guard, "prob_guard", ">= 0", lambda v: v >= 0)
         self._contrast_floor = _real(contrast_floor, "contrast_floor", ">= 0", lambda v: v >= 0)
         self._prob_temper = _real(prob_temper, "prob_temper", ">= 0", lambda v: v >= 0)
+        self._temper_by_split = True
         self._n_draws = check_int(n_draws, "n_draws", minimum=100)
         if model_names is None:
             self.model_names = tuple(f"M{i + 1}" for i in range(m))
@@ -693,7 +697,9 @@ class RankingCampaign:
                 if self._reps.size < self.n_models:  # copies stay exactly equal
                     draws = draws[:, self._reps][:, self._group]
             if limit > 0 and self._prob_temper > 0:  # the labels discounted (_tempered_draws)
-                excess = limit * self._prob_temper / self._leaders_split(mean)
+                # n_s; a campaign pickled before it: all labels, as it was reported then
+                split = self._leaders_split(mean) if self._temper_by_split else self.n_labelled
+                excess = limit * self._prob_temper / max(split, 1)
                 draws = _tempered_draws(draws, mean, excess, self._group)
             # rank sets from the guarded posterior (tau_noise)
             guarded = self._posterior(self._tau_noise).draws(gen, self._n_draws)
