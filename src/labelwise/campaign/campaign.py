@@ -135,7 +135,9 @@ class Campaign:
     n_strata, min_stratum_size:
         Size of the partition: at most ``n_strata`` strata of at least ``min_stratum_size`` rows
         (defaults: 3 low-confidence strata plus one per predicted class for classification,
-        10 for regression; max(10, N/100) rows).
+        10 for regression; max(10, N/100) rows). Only the stratified designs use them:
+        given to ``"srs"``, ``"active"`` or a regression ``"auto"`` (one stratum) they give a
+        ``UserWarning`` naming them, and the design is the same.
     rng:
         Seed or Generator; the design is reproducible from it.
     score_floor:
