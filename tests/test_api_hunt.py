@@ -309,3 +309,21 @@ def test_a_registered_method_named_by_a_word_gets_a_words_article() -> None:
             assert registry.with_article(name) == f"{article} {name}"
         finally:
             del registry._METHODS[name]
+
+
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        (np.full((60, 4), np.nan), "finite"),
+        (np.full((60, 4), 0.5), "integer class labels when 2-D"),
+        (np.full((60, 4), -1), "non-negative class labels"),
+    ],
+)
+def test_a_transposed_table_that_is_also_invalid_gets_the_error(table, said) -> None:
+    """A (60, 4) table (60 'models') with NaN, fractions or negative labels gave the
+    transposed-table warning before the error refusing it: with warnings as errors (pytest,
+    the studies) the warning was all one saw, of a table that could not be used either way.
+    The warning now comes once the predictions are checked."""
+    for call in (lambda p: lw.cppi_select(p, 3, rng=0), lambda p: lw.RankingCampaign(p, rng=0)):
+        with pytest.raises(lw.LabelwiseError, match=said):
+            call(table)

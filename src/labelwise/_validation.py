@@ -291,9 +291,9 @@ def check_model_predictions(
         )
     if arr.shape[0] < min_models:
         raise too_few_models(name, arr.shape[0], min_models)
-    warn_if_transposed(arr.shape, name)
     arr = check_finite_array(arr, name, ndim=(2, 3))
     if arr.ndim == 3:
+        warn_if_transposed(arr.shape, name)  # once the input is known good: not before an error
         return arr.argmax(axis=2).astype(np.int64), int(arr.shape[2])
     if arr.dtype.kind == "f" and not np.all(arr == np.round(arr)):
         raise LabelwiseError(
@@ -303,6 +303,7 @@ def check_model_predictions(
     labels = arr.astype(np.int64)
     if labels.min() < 0:
         raise LabelwiseError(f"{name} must be non-negative class labels, got {labels.min()}")
+    warn_if_transposed(arr.shape, name)
     return labels, None
 
 
