@@ -816,6 +816,21 @@ def test_auto_regression_uses_a_surrogate_that_predicts_the_error() -> None:
     assert all(a.method == "srs" and any("R²" in n for n in a.notes) for a, _ in pairs)
 
 
+def test_switched_regression_estimate_is_worth_what_its_interval_saves_against_srs() -> None:
+    """The switched estimate's effective sample size came from a normal-theory SRS interval,
+    while SRS reports its bootstrap-t (lower limit in the scores' long left tail): an interval
+    narrower than SRS's on the same labels was called worth fewer labels than it had (150
+    labels of a covariate-shift pile "worth 136", SRS's own interval 1.19 times as wide). It
+    is now n (h_SRS / h)², as the SRS estimate's n: above n exactly when the interval is
+    narrower than SRS's on the same labels."""
+    x, y = _predictable_regression_pile()
+    for auto, srs in _auto_against_srs(x, y, reps=8):
+        h, h_srs = (auto.ci_high - auto.ci_low) / 2, (srs.ci_high - srs.ci_low) / 2
+        assert auto.effective_sample_size == pytest.approx(120 * (h_srs / h) ** 2)
+        assert (auto.effective_sample_size > 120) == (h < h_srs)
+        assert srs.effective_sample_size == 120
+
+
 def test_auto_regression_is_srs_where_nothing_predicts_the_error() -> None:
     """The same scores with the far rows not apart in the activations: the surrogate's
     cross-validated R² stays below 0.1 and ``auto`` gives SRS's estimate, number for number."""
