@@ -829,6 +829,11 @@ def test_switched_regression_estimate_is_worth_what_its_interval_saves_against_s
         assert auto.effective_sample_size == pytest.approx(120 * (h_srs / h) ** 2)
         assert (auto.effective_sample_size > 120) == (h < h_srs)
         assert srs.effective_sample_size == 120
+    from labelwise.cli.estimate import format_estimate
+
+    # labelwise estimate called it an "SRS estimate" above an interval of another estimator
+    assert format_estimate(auto).startswith("SRS design, difference estimate from 120 labelled")
+    assert format_estimate(srs).startswith("SRS estimate from 120 labelled")
 
 
 def test_auto_regression_is_srs_where_nothing_predicts_the_error() -> None:

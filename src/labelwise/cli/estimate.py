@@ -229,8 +229,11 @@ def format_estimate(est: Estimate) -> str:
         interval = f"[{est.ci_low:.4f}, {est.ci_high:.4f}]  ({est.interval})"
     else:
         interval = "unbounded (too few labels to estimate the spread)"
+    how = est.method.upper()
+    if est.interval.endswith("of the difference estimator"):  # regression auto, switched
+        how += " design, difference"
     lines = [
-        f"{est.method.upper()} estimate from {est.n_labelled} labelled rows{pile}",
+        f"{how} estimate from {est.n_labelled} labelled rows{pile}",
         "",
         f"  {'metric':<18}{est.metric}",
         f"  {'estimate':<18}{est.value:.4f}",
