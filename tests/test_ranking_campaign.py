@@ -491,12 +491,13 @@ def test_leaders_split_known_values() -> None:
     pred[5, :] = 1  # the sixth model disagrees everywhere but is not a leader
     pred[0, [2, 5]] = 2  # a leader splits rows 2 and 5
     pred[4, 6] = 3  # and another row 6
+    pred[[2, 3], 7] = [4, 5]  # two more split row 7 (and no model is a copy: folded, __init__)
     camp = lw.RankingCampaign(pred, rng=0, n_draws=100)
     mean = np.array([0.9, 0.8, 0.8, 0.7, 0.7, 0.1])
     assert camp._leaders_split(mean) == 1  # no label yet: at least 1
     rows = camp.propose(8)
     camp.record(rows, np.zeros(8, dtype=int))
-    assert camp._leaders_split(mean) == 3
+    assert camp._leaders_split(mean) == 4
     # with the sixth model among the five leaders every labelled row is split
     assert camp._leaders_split(np.array([0.9, 0.8, 0.8, 0.7, 0.1, 0.7])) == 8
 
@@ -1644,3 +1645,70 @@ def test_looking_at_the_ranking_moves_neither_the_next_rows_nor_itself() -> None
         rc.record(rows, truth[rows])
     np.testing.assert_array_equal(rc.rows, quiet[0])
     np.testing.assert_array_equal(rc.ranking().prob_best, quiet[1])
+
+
+def _with_copies(pred: np.ndarray, model: int, n_copies: int) -> tuple[np.ndarray, np.ndarray]:
+    """``pred`` with ``n_copies`` exact copies of ``model`` appended, and every row's original."""
+    group = np.r_[np.arange(pred.shape[0]), np.full(n_copies, model)]
+    return np.r_[pred, np.repeat(pred[model : model + 1], n_copies, axis=0)], group
+
+
+@pytest.mark.parametrize(
+    ("which", "n_copies", "method"),
+    [("best", 2, "auto"), ("best", 5, "auto"), ("middle", 1, "auto"), ("best", 2, "sds")],
+)
+def test_exact_copies_change_nothing_for_the_distinct_models(which, n_copies, method) -> None:
+    """A zoo's exact copies (one checkpoint registered twice, a model and its export) leave
+    the rows proposed and every distinct model's accuracy, interval, rank, rank set and
+    P(best) (summed over its copies) as without them; each copy reports its original's.
+
+    Before, every copy was a second vote, leader and contrast: on the spread zoo (seed 0, 60
+    labels) 2 / 5 copies of the best model took its P(best) from 0.66 to 0.78 / 1.00 and
+    moved the proposals from the first row on.
+    """
+    zoo = regime_zoo("spread", 3000, rng=np.random.default_rng(0))
+    pred, y = zoo.predictions, zoo.labels
+    order = np.argsort(-zoo.true_accuracy, kind="stable")
+    model = int(order[0] if which == "best" else order[order.size // 2])
+    copied, group = _with_copies(pred, model, n_copies)
+    m = pred.shape[0]
+    ranks = []
+    for p in (pred, copied):
+        camp = lw.RankingCampaign(p, method=method, rng=1, n_draws=300)
+        while camp.n_labelled < 60:
+            rows = camp.propose(10)
+            camp.record(rows, y[rows])
+        ranks.append((camp.rows, camp.estimate(), camp.ranking()))
+    (rows0, (est0, cov0), r0), (rows1, (est1, cov1), r1) = ranks
+    np.testing.assert_array_equal(rows1, rows0)
+    np.testing.assert_array_equal(est1[:m], est0)
+    np.testing.assert_array_equal(cov1[:m, :m], cov0)
+    for name in ("accuracy", "ci_low", "ci_high", "rank", "rank_low", "rank_high", "n_correct"):
+        got, want = getattr(r1, name), getattr(r0, name)
+        np.testing.assert_array_equal(got[:m], want, err_msg=name)
+        np.testing.assert_array_equal(got[m:], want[model], err_msg=name)
+    assert r0.prob_best is not None and r1.prob_best is not None
+    np.testing.assert_allclose(np.bincount(group, weights=r1.prob_best), r0.prob_best, atol=1e-12)
+    assert np.ptp(r1.prob_best[group == model]) == 0
+    assert r0.prob_beats is not None and r1.prob_beats is not None
+    np.testing.assert_array_equal(r1.prob_beats[:m, :m], r0.prob_beats)
+    assert (r1.prob_beats[np.ix_(group == model, group == model)] == 0.5).all()
+    # the order: the distinct models' as before (a copy among its original's ties, by index)
+    np.testing.assert_array_equal(r1.order[r1.order < m], r0.order)
+
+
+def test_a_cppi_selection_is_the_same_with_copies_and_extends_with_them() -> None:
+    """cppi_select on a zoo with copies draws the rows (and weights) it draws without them,
+    and its extension checks the predictions as given (copies included)."""
+    zoo = regime_zoo("spread", 2000, rng=np.random.default_rng(1))
+    copied, _group = _with_copies(zoo.predictions, 3, 2)
+    a = lw.cppi_select(zoo.predictions, 20, rng=0)
+    b = lw.cppi_select(copied, 20, rng=0)
+    np.testing.assert_array_equal(b.indices, a.indices)
+    assert b.diagnostics["weights"] == a.diagnostics["weights"]
+    assert b.diagnostics["n_models"] == copied.shape[0]
+    more = lw.extend(b, copied, 10, labels=zoo.labels[b.indices])
+    same = lw.extend(a, zoo.predictions, 10, labels=zoo.labels[a.indices])
+    np.testing.assert_array_equal(more.indices, same.indices)
+    with pytest.raises(lw.LabelwiseError, match="models"):
+        lw.extend(b, zoo.predictions, 10)

@@ -169,7 +169,12 @@ class RankingCampaign:
     predictions:
         (n_models, N) class labels or (n_models, N, C) class probabilities, n_models >= 2;
         or a mapping {model name: that model's (N,) labels or (N, C) probabilities}, whose
-        keys become ``model_names``.
+        keys become ``model_names``. Models with the same predicted class on every row
+        (one checkpoint registered twice, a model and its export) count once: the campaign
+        proposes, estimates and ranks the distinct models (the first of each set of copies,
+        with its probabilities) and reports each copy with its original's accuracy,
+        interval, rank and rank set, P(best) shared equally among them (docs/ranking-notes.md,
+        "Copies of a model").
     probabilities:
         Optional (n_models, N, C) probabilities (the soft consensus then averages them), or
         a mapping with the same keys as ``predictions``.
@@ -324,6 +329,10 @@ class RankingCampaign:
     # ... and prob_temper per labelled row where the leaders split (f493f47): before, its
     # prob_temper (300 by default) discounted all n labels, l n0 / n, and still does
     _temper_by_split: bool = False
+    # ... and a zoo's exact copies folded into one model (None: every model distinct, or a
+    # campaign pickled before, whose copies are tied as _reps / _group tie them)
+    _all_pred: NDArray[np.int64] | None = None
+    _all_group: NDArray[np.int64] | None = None
 
     def __init__(
         self,
@@ -417,6 +426,15 @@ class RankingCampaign:
         # state here and the labels recorded: looking at the ranking between rounds neither
         # moves the rows proposed next nor changes on a second look (_ranking_generator)
         self._ranking_entropy = _state_entropy(self._gen)
+        # exact copies (one checkpoint registered twice, a model and its export) are one
+        # model: the campaign runs on the distinct models (a copy is no second vote, leader
+        # or contrast) and reports every copy with its original's values (_expand)
+        reps, group = _copies(pred)
+        if 1 < reps.size < m:
+            self._all_pred, self._all_group = pred, group
+            pred = self._pred = pred[reps]
+            probs = None if probs is None else probs[reps]
+            m = reps.size
         self._hard = (pred == majority_vote(pred)[None, :]).astype(np.float32)
         if surrogate == "vote":
             self._surrogate = self._hard
@@ -500,7 +518,7 @@ class RankingCampaign:
                 f"{selection.diagnostics['n_models']} models, got {self.n_models}"
             )
         stored = selection.diagnostics.get("predictions_sha1")
-        if stored is not None and stored != _fingerprint(self._pred):
+        if stored is not None and stored != _fingerprint(self._predictions()):
             raise LabelwiseError(
                 "predictions must be the ones the selection was made from (their fingerprint "
                 "differs)"
@@ -519,7 +537,16 @@ class RankingCampaign:
 
     @property
     def n_models(self) -> int:
+        return int(self._pred.shape[0] if self._all_group is None else self._all_group.size)
+
+    @property
+    def _n_distinct(self) -> int:
+        """Models the campaign computes on: the distinct ones (copies folded, __init__)."""
         return int(self._pred.shape[0])
+
+    def _predictions(self) -> NDArray[np.int64]:
+        """The (n_models, N) predictions as given, copies included."""
+        return self._pred if self._all_pred is None else self._all_pred
 
     @property
     def n_inputs(self) -> int:
@@ -610,9 +637,9 @@ class RankingCampaign:
         ``1 / g`` design sd of the PPI estimates where pooling pulled the leaders
         (:func:`_limited_translation`)."""
         if self.method != "active":
-            return self._labelled_estimate()
+            return self._expand(*self._labelled_estimate())
         _pooled, _post_cov, cov, moved, pad, _limit = self._held(self._posterior())
-        return moved, _tie_copies(cov + pad, self._reps, self._group)
+        return self._expand(moved, _tie_copies(cov + pad, self._reps, self._group))
 
     def _held(
         self, post: _Mixture
@@ -648,6 +675,15 @@ class RankingCampaign:
             limit = _translation_gate(target, post.design, gate, self._s_total / self.n_inputs)
         mean, pad = _limited_translation(target, cov, post.design, limit)
         return pooled, post_cov, cov, mean, pad, limit
+
+    def _expand(
+        self, mean: NDArray[np.float64], cov: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The distinct models' mean and covariance given to every model, copies included."""
+        if self._all_group is None:
+            return mean, cov
+        g = self._all_group
+        return mean[g], cov[np.ix_(g, g)]
 
     def _leaders_split(self, mean: NDArray[np.float64]) -> int:
         """The labelled rows where the ``_GATE_TOP`` models of largest ``mean`` do not all
@@ -694,7 +730,7 @@ class RankingCampaign:
                 draws = draws + (mean - pooled)[None, :]
                 if pad.any():
                     draws = draws + gen.standard_normal(draws.shape) @ _root(pad).T
-                if self._reps.size < self.n_models:  # copies stay exactly equal
+                if self._reps.size < self._n_distinct:  # copies stay exactly equal
                     draws = draws[:, self._reps][:, self._group]
             if limit > 0 and self._prob_temper > 0:  # the labels discounted (_tempered_draws)
                 # n_s; a campaign pickled before it: all labels, as it was reported then
@@ -747,10 +783,21 @@ class RankingCampaign:
                 )
                 ci_low = np.minimum(ci_low, st_low)
                 ci_high = np.maximum(ci_high, st_high)
+        n_correct = lab.sum(axis=1, dtype=np.int64)
+        if self._all_group is not None:  # copies folded (__init__): each reported as its original
+            g = self._all_group
+            mean, n_correct, ci_low, ci_high = mean[g], n_correct[g], ci_low[g], ci_high[g]
+            rank, low, high = rank[g], low[g], high[g]
+            # P(best) shared among a model's copies; a copy beats its original in half the draws
+            best = (best / np.bincount(g))[g]
+            beats = np.where(g[:, None] == g[None, :], 0.5, beats[np.ix_(g, g)])
+            order = np.argsort(-mean, kind="stable").astype(np.int64)
+            if d_acc is not None and d_se is not None:
+                d_acc, d_se = d_acc[g], d_se[g]
         return Ranking(
             model_names=self.model_names,
             accuracy=mean,
-            n_correct=lab.sum(axis=1, dtype=np.int64),
+            n_correct=n_correct,
             ci_low=np.clip(ci_low, 0, 1),
             ci_high=np.clip(ci_high, 0, 1),
             rank=rank,
@@ -942,7 +989,7 @@ class RankingCampaign:
             return low
         if self._contested is None:
             rival = _runner_up_votes(self._pred)
-            self._contested = ~self._agree & (rival >= max(2.0, _RIVAL_SHARE * self.n_models))
+            self._contested = ~self._agree & (rival >= max(2.0, _RIVAL_SHARE * self._n_distinct))
         idx = np.flatnonzero(self._contested | self._credible_dissent())
         idx = idx[np.argsort(self._reach[idx], kind="stable")]
         low[idx[np.cumsum(self._reach[idx]) <= _UNEXPLORED_DRAWS]] = True
@@ -1218,7 +1265,7 @@ class RankingCampaign:
         return float(np.clip((n * lam_hat + n0) / (n + n0), 0.0, 1.0))
 
     def _labelled_estimate(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        m = self.n_models
+        m = self._n_distinct
         n = self.n_labelled
         if n == 0:
             return np.full(m, 0.5), np.eye(m) * 0.25
@@ -1258,7 +1305,8 @@ class RankingCampaign:
         beats = post.prob_beats()
         draws = post.draws(self._gen, min(self._n_draws, _PROPOSE_DRAWS))
         # copies of one model: no order to learn between them (the diagonal stays as it was)
-        same = (self._group[:, None] == self._group[None, :]) & ~np.eye(self.n_models, dtype=bool)
+        eye = np.eye(self._n_distinct, dtype=bool)
+        same = (self._group[:, None] == self._group[None, :]) & ~eye
         g = np.where(same, 0.0, 4 * beats * (1 - beats)).mean(axis=1) + _share_ties(
             _prob_best(draws), self._group
         )
@@ -1352,7 +1400,7 @@ def _cppi_selection(
         diagnostics={
             "weights": old_w + [camp._pending[r] for r in rows.tolist()],
             "n_models": camp.n_models,
-            "predictions_sha1": _fingerprint(camp._pred),
+            "predictions_sha1": _fingerprint(camp._predictions()),
         },
     )
 
