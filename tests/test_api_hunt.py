@@ -327,3 +327,35 @@ def test_a_transposed_table_that_is_also_invalid_gets_the_error(table, said) -> 
     for call in (lambda p: lw.cppi_select(p, 3, rng=0), lambda p: lw.RankingCampaign(p, rng=0)):
         with pytest.raises(lw.LabelwiseError, match=said):
             call(table)
+
+
+def test_campaign_load_of_a_missing_or_corrupt_state_is_a_clear_error(tmp_path) -> None:
+    """Campaign.load of a missing directory raised FileNotFoundError, a corrupt campaign.json
+    json's JSONDecodeError and a corrupt arrays file zipfile's BadZipFile (api33): now a
+    LabelwiseError naming the directory or the file."""
+    import shutil
+
+    gen = np.random.default_rng(0)
+    acts = gen.normal(size=(200, 4))
+    probs = gen.dirichlet(np.ones(3), size=200)
+    kw = {"activations": acts, "probabilities": probs}
+    with pytest.raises(lw.LabelwiseError, match="is no directory"):
+        lw.Campaign.load(tmp_path / "nowhere", **kw)
+    with pytest.raises(lw.LabelwiseError, match=r"holds no campaign\.json"):
+        lw.Campaign.load(tmp_path, **kw)
+    camp = lw.Campaign(acts, probs, rng=0)
+    rows = camp.propose(10)
+    camp.record(rows, np.ones(10))
+    camp.save(tmp_path / "c")
+    assert lw.Campaign.load(tmp_path / "c", **kw).estimate() == camp.estimate()
+    bad = tmp_path / "bad"
+    shutil.copytree(tmp_path / "c", bad)
+    (bad / "campaign.arrays.npz").write_bytes(b"not a zip")
+    with pytest.raises(lw.LabelwiseError, match="cannot read the campaign arrays"):
+        lw.Campaign.load(bad, **kw)
+    (bad / "campaign.json").write_text("{ truncated")
+    with pytest.raises(lw.LabelwiseError, match="cannot read the campaign state"):
+        lw.Campaign.load(bad, **kw)
+    (bad / "campaign.json").write_text("[1, 2]")
+    with pytest.raises(lw.LabelwiseError, match="holds no campaign state"):
+        lw.Campaign.load(bad, **kw)

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import warnings
+import zipfile
 from collections.abc import Mapping
 from statistics import NormalDist
 from typing import Any
@@ -1584,13 +1585,28 @@ class Campaign:
         activations: ArrayLike,
         probabilities: ArrayLike | None,
     ) -> Campaign:
-        with open(os.path.join(directory, "campaign.json"), encoding="utf-8") as fh:
-            d = json.load(fh)
+        state = os.path.join(directory, "campaign.json")
+        if not os.path.isfile(state):
+            what = "is no directory" if not os.path.isdir(directory) else "holds no campaign.json"
+            raise LabelwiseError(
+                f"{os.fspath(directory)!r} {what}: give the directory a campaign was saved to "
+                "(Campaign.save)"
+            )
+        try:
+            with open(state, encoding="utf-8") as fh:
+                d = json.load(fh)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise LabelwiseError(f"cannot read the campaign state {state}: {exc}") from None
+        if not isinstance(d, dict):
+            raise LabelwiseError(f"{state} holds no campaign state (a JSON object)")
         path = os.path.join(directory, "campaign.arrays.npz")
         if not os.path.isfile(path):
             return cls.from_dict(d, activations=activations, probabilities=probabilities)
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+        except (OSError, ValueError, zipfile.BadZipFile) as exc:
+            raise LabelwiseError(f"cannot read the campaign arrays {path}: {exc}") from None
         return cls.from_dict(d, activations=activations, probabilities=probabilities, arrays=arrays)
 
 
