@@ -435,6 +435,7 @@ class RankingCampaign:
             pred = self._pred = pred[reps]
             probs = None if probs is None else probs[reps]
             m = reps.size
+            reps = group = np.arange(m, dtype=np.int64)  # the folded models are distinct
         self._hard = (pred == majority_vote(pred)[None, :]).astype(np.float32)
         if surrogate == "vote":
             self._surrogate = self._hard
@@ -447,7 +448,7 @@ class RankingCampaign:
         self._kernels = _bias_kernels(dis)
         # models with identical predictions have identical biases: the posterior is computed
         # on one representative of each (the prior's contrasts between them are 0) and copied
-        self._reps, self._group = _copies(pred)
+        self._reps, self._group = reps, group
         if self._reps.size == m:
             self._prior_parts = _prior_parts(self._kernels)
         elif self._reps.size > 1:
