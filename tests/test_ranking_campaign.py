@@ -1542,10 +1542,7 @@ def test_a_campaign_pickled_before_reach_and_tempering_still_ranks() -> None:
     import pickle
 
     zoo = synthetic_zoo([0.7, 0.75, 0.8, 0.85, 0.9], 600, rng=2)
-    camp = lw.RankingCampaign(zoo.predictions, rng=2, n_draws=200)
-    for _ in range(4):
-        rows = camp.propose(10)
-        camp.record(rows, zoo.labels[rows])
+    camp = _labelled_campaign(zoo.predictions, zoo.labels, 40, rng=2)
     old = pickle.loads(pickle.dumps(camp))
     for name in ("_reach", "_contested", "_prob_temper"):
         del old.__dict__[name]
@@ -1567,10 +1564,7 @@ def test_a_campaign_pickled_before_its_ranking_stream_still_ranks() -> None:
     import pickle
 
     zoo = synthetic_zoo([0.7, 0.75, 0.8, 0.85, 0.9], 600, rng=2)
-    camp = lw.RankingCampaign(zoo.predictions, rng=2, n_draws=200)
-    for _ in range(4):
-        rows = camp.propose(10)
-        camp.record(rows, zoo.labels[rows])
+    camp = _labelled_campaign(zoo.predictions, zoo.labels, 40, rng=2)
     old = pickle.loads(pickle.dumps(camp))
     del old.__dict__["_ranking_entropy"]
     old = pickle.loads(pickle.dumps(old))
