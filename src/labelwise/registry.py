@@ -192,8 +192,7 @@ def rank_instead(method: str, directory: Any, labels: Any) -> str:
     the ``labelwise rank`` command that uses its labels."""
     return (
         f"{with_article(method)} selection ranks models and has no accuracy estimate; run "
-        f"'labelwise rank "
-        f"{shell_arg(directory)} --labels {shell_arg(labels)}'"
+        f"'labelwise rank {shell_arg(directory)} --labels {shell_arg(labels)}'"
     )
 
 

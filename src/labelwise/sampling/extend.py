@@ -63,8 +63,7 @@ def extend(
     if labels is not None and not spec.learns:
         raise LabelwiseError(
             f"labels: the next rows of {registry.with_article(selection.method)} selection do "
-            "not depend on labels: "
-            "extend it without labels"
+            "not depend on labels: extend it without labels"
         )
     try:
         if labels is not None:
