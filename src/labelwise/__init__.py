@@ -2,46 +2,48 @@
 
 from __future__ import annotations
 
-from ._startup import quiet_interrupt
+from . import _startup
 
-with quiet_interrupt():  # python -m labelwise: a Ctrl-C here ends quietly
-    from . import registry
-    from ._chunks import ChunkedArray, block_bytes, open_array
-    from ._results import Estimate, Ranking, Selection
-    from .campaign import Campaign
-    from .estimation import (
-        ces_estimate,
-        cliffs_delta,
-        correctness,
-        estimate,
-        jaccard_top_k,
-        magnitude,
-        rank_models,
-        rank_sum_test,
-        regression_scores,
-        spearman,
-        srs_estimate,
-        stratified_estimate,
-        wilson_interval,
-        wtl,
-    )
-    from .exceptions import DegenerateDataWarning, LabelwiseError, MissingDependencyError
-    from .piles import ImageSpec, Pile, open_pile
-    from .ranking import RankingCampaign, cppi_select
-    from .sampling import (
-        SDSDiscrimination,
-        ces_objective,
-        ces_select,
-        confidence_strata,
-        css_select,
-        ddg_select,
-        deepgini_impurity,
-        extend,
-        rdg_select,
-        sds_discrimination,
-        sds_select,
-        srs_select,
-    )
+if _startup.run_as_entry():  # python -m labelwise[.cli]: a Ctrl-C while it starts ends quietly
+    _startup.install()
+
+from . import registry
+from ._chunks import ChunkedArray, block_bytes, open_array
+from ._results import Estimate, Ranking, Selection
+from .campaign import Campaign
+from .estimation import (
+    ces_estimate,
+    cliffs_delta,
+    correctness,
+    estimate,
+    jaccard_top_k,
+    magnitude,
+    rank_models,
+    rank_sum_test,
+    regression_scores,
+    spearman,
+    srs_estimate,
+    stratified_estimate,
+    wilson_interval,
+    wtl,
+)
+from .exceptions import DegenerateDataWarning, LabelwiseError, MissingDependencyError
+from .piles import ImageSpec, Pile, open_pile
+from .ranking import RankingCampaign, cppi_select
+from .sampling import (
+    SDSDiscrimination,
+    ces_objective,
+    ces_select,
+    confidence_strata,
+    css_select,
+    ddg_select,
+    deepgini_impurity,
+    extend,
+    rdg_select,
+    sds_discrimination,
+    sds_select,
+    srs_select,
+)
 
 __version__ = "0.1.0"
 

@@ -1,22 +1,33 @@
-"""A Ctrl-C while ``python -m labelwise`` (or ``-m labelwise.cli``) imports the package.
+"""A Ctrl-C while the ``labelwise`` command is still starting (importing numpy, scipy,
+numba and the samplers: about 2 s) ends it with one line and exit 130, not a traceback.
 
-runpy imports ``labelwise`` (numba, scipy, the samplers: about 2 s) and ``labelwise.cli``
-before their ``__main__`` runs, so a Ctrl-C in those seconds printed a KeyboardInterrupt
-traceback through runpy. The package's and the CLI's imports run inside
-:func:`quiet_interrupt`: started that way, the interrupt ends the process as the console
-command does (``src/_labelwise_entry.py``): exit 130 and one line. Imported any other way
-(``import labelwise``, the console command), the KeyboardInterrupt goes on unchanged.
-Standard library only: this module is imported first.
+Started as ``python -m labelwise`` (or ``-m labelwise.cli``), runpy imports the package
+before its ``__main__`` runs; the console command (``src/_labelwise_entry.py``) imports
+``labelwise.cli``. In both, :func:`install` sets a SIGINT handler that prints
+:data:`MESSAGE` and leaves at once with ``os._exit(130)`` (nothing has been done yet, so
+nothing is lost), and :func:`labelwise.cli.main` hands Ctrl-C back to Python
+(:func:`release`) where each command's own handler takes over.
+
+A handler rather than ``except KeyboardInterrupt`` around the imports: the exception could
+land outside any such block (in ``labelwise/__main__.py``'s own ``from .cli import main``,
+after runpy has located the module), and CPython remembers a KeyboardInterrupt that ended
+an inner ``PyRun_String`` and then kills the process with SIGINT at exit (exit -2) even
+when a handler had turned it into ``SystemExit(130)``. Imported any other way (``import
+labelwise`` in a user's program), nothing is installed. Standard library only: this module
+is imported first.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+import threading
+from types import FrameType
 
-__all__ = ["quiet_interrupt"]
+__all__ = ["MESSAGE", "install", "release"]
 
 MESSAGE = "labelwise: interrupted while starting; nothing was done"
 _ENTRIES = ("labelwise", "labelwise.__main__", "labelwise.cli", "labelwise.cli.__main__")
@@ -25,7 +36,7 @@ _ENTRIES = ("labelwise", "labelwise.__main__", "labelwise.cli", "labelwise.cli._
 _DASH_M = re.compile(r"-[bBdEIOPqsSuv]*m(.*)")
 
 
-def _run_as_entry() -> bool:
+def run_as_entry() -> bool:
     """True while runpy locates ``python -m labelwise[.cli]``: it sets ``sys.argv[0]`` to
     ``"-m"`` until the module is found (Python docs, "Command line", ``-m``)."""
     if sys.argv[:1] != ["-m"]:
@@ -39,14 +50,27 @@ def _run_as_entry() -> bool:
     return False
 
 
-@contextmanager
-def quiet_interrupt() -> Iterator[None]:
-    """Turn a KeyboardInterrupt into ``SystemExit(130)`` and one line on stderr when the
-    process is ``python -m labelwise[.cli]`` still being located; re-raise it otherwise."""
-    try:
-        yield
-    except KeyboardInterrupt:
-        if not _run_as_entry():
-            raise
-        print(MESSAGE, file=sys.stderr)
-        raise SystemExit(130) from None
+def _starting(signum: int, frame: FrameType | None) -> None:
+    """The SIGINT handler while the command starts: one line, exit 130."""
+    with contextlib.suppress(Exception):  # a closed or half-written stream: leave it
+        sys.stdout.flush()  # what --help or --version printed already
+    os.write(2, (MESSAGE + "\n").encode())
+    os._exit(130)
+
+
+def install() -> None:
+    """Set :func:`_starting` as the SIGINT handler, if Ctrl-C still has Python's default
+    handler and this is the main thread (a caller's own handler is kept)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _starting)
+
+
+def release() -> None:
+    """Give Ctrl-C back to Python (KeyboardInterrupt) if :func:`install` or the console
+    command (``_labelwise_entry``, its own copy of the handler) set it."""
+    handler = signal.getsignal(signal.SIGINT)
+    entry = sys.modules.get("_labelwise_entry")
+    if handler is _starting or (entry is not None and handler is getattr(entry, "_starting", 0)):
+        signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -19,27 +19,25 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from .._startup import quiet_interrupt
+from .._startup import release as _release_ctrl_c
 from ..exceptions import LabelwiseError, MissingDependencyError
-
-with quiet_interrupt():  # python -m labelwise.cli: a Ctrl-C here ends quietly
-    from . import (
-        campaign,
-        capture,
-        demo,
-        dependability,
-        estimate,
-        export,
-        import_labels,
-        label,
-        next_batch,
-        quality,
-        rank,
-        report,
-        select,
-        study,
-    )
-    from ._common import check_seed
+from . import (
+    campaign,
+    capture,
+    demo,
+    dependability,
+    estimate,
+    export,
+    import_labels,
+    label,
+    next_batch,
+    quality,
+    rank,
+    report,
+    select,
+    study,
+)
+from ._common import check_seed
 
 __all__ = ["build_parser", "main"]
 
@@ -119,6 +117,7 @@ def _main(argv: Sequence[str] | None) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
+            _release_ctrl_c()  # from here a Ctrl-C is the command's (started as python -m)
             check_seed(args)
             code = int(args.func(args) or 0)
         except (LabelwiseError, MissingDependencyError) as exc:
