@@ -1743,3 +1743,29 @@ def test_a_near_copy_is_no_second_vote() -> None:
     assert max(gaps) < 1e-3
     assert np.mean(pb_moves) < 0.1
     assert all(same_first)
+
+
+def test_near_copy_weights_and_weighted_vote_known_values() -> None:
+    """Models within 1 % of k models (themselves included) count 1/k in the vote; none: None
+    (the plain vote). The weighted vote against a brute-force count (ties: smallest class),
+    with the classes as given and recoded (large labels)."""
+    from labelwise.ranking.campaign import _disagreement_shares, _near_copy_weights, _vote
+
+    gen = np.random.default_rng(0)
+    pred = gen.integers(0, 7, (6, 2000))
+    assert _near_copy_weights(_disagreement_shares(pred)) is None
+    near = pred[1].copy()
+    near[:10] = (near[:10] + 1) % 7  # 0.5 % of the rows apart
+    pred = np.vstack([pred, near[None]])
+    w = _near_copy_weights(_disagreement_shares(pred))
+    assert w is not None
+    np.testing.assert_array_equal(w, [1, 0.5, 1, 1, 1, 1, 0.5])
+
+    def brute(p: np.ndarray) -> np.ndarray:
+        classes = np.unique(p)
+        sums = np.array([[w[p[:, i] == c].sum() for c in classes] for i in range(p.shape[1])])
+        return classes[np.round(sums, 9).argmax(axis=1)]
+
+    np.testing.assert_array_equal(_vote(pred, w), brute(pred))
+    np.testing.assert_array_equal(_vote(pred * 10**9, w), brute(pred * 10**9))
+    np.testing.assert_array_equal(_vote(pred, None), majority_vote(pred))

@@ -2251,13 +2251,17 @@ def _vote(pred: NDArray[np.int64], weights: NDArray[np.float64] | None) -> NDArr
     if weights is None:
         return majority_vote(pred)
     m, n = pred.shape
-    classes, inv = np.unique(pred, return_inverse=True)
-    codes = inv.reshape(m, n).astype(np.int64)
-    n_cls = classes.size
+    classes: NDArray[np.int64] | None = None
+    codes = pred
+    if n * (int(pred.max()) + 1) > _MAX_CELLS:  # recode the classes to 0..K-1 first
+        classes, inv = np.unique(pred, return_inverse=True)
+        codes = inv.reshape(m, n).astype(np.int64)
+    n_cls = int(codes.max()) + 1
     cells = codes + n_cls * np.arange(n, dtype=np.int64)[None, :]
     gw = np.broadcast_to(weights[:, None], (m, n)).ravel()
     sums = np.bincount(cells.ravel(), weights=gw, minlength=n * n_cls).reshape(n, n_cls)
-    return np.asarray(classes[np.round(sums, 9).argmax(axis=1)], dtype=np.int64)
+    vote = np.round(sums, 9).argmax(axis=1).astype(np.int64)  # first maximum: smallest class
+    return vote if classes is None else np.asarray(classes[vote], dtype=np.int64)
 
 
 def _bias_kernels(dis: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
