@@ -174,7 +174,9 @@ class RankingCampaign:
         proposes, estimates and ranks the distinct models (the first of each set of copies,
         with its probabilities) and reports each copy with its original's accuracy,
         interval, rank and rank set, P(best) shared equally among them (docs/ranking-notes.md,
-        "Copies of a model").
+        "Copies of a model"). Near-copies (models apart on at most 1 % of the rows) stay
+        models of their own but count ``1 / k`` in the vote, ``k`` such models
+        (:func:`_near_copy_weights`).
     probabilities:
         Optional (n_models, N, C) probabilities (the soft consensus then averages them), or
         a mapping with the same keys as ``predictions``.
