@@ -219,13 +219,16 @@ def test_single_logit_binary_classifier_gives_two_class_probabilities(tmp_path) 
 
 
 def test_extreme_single_logits_give_zero_and_one_without_overflow_warnings() -> None:
-    from labelwise.adapters._capture import head_outputs
+    from labelwise.adapters._capture import CaptureWriter, head_outputs
 
     logits = np.array([[-1e30], [0.0], [1e30]], dtype=np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "overflow encountered in exp" (a CLI note)
-        probs = head_outputs(logits, 3, "softmax")
+        with CaptureWriter(3, head="softmax", out=None) as writer:
+            writer.write(0, np.zeros((3, 2)), head_outputs(logits, 3, "softmax"), "x")
+            _, probs = writer.finish("x")
     np.testing.assert_array_equal(probs, [[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]])
+    assert writer.binary_probability is False  # outputs outside [0, 1]: logits
 
 
 def test_select_refuses_probs_outside_zero_one(tmp_path) -> None:

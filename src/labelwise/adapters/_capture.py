@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import math
 import os
 import tempfile
 import warnings
@@ -63,7 +64,8 @@ class Capture:
         a ``classes`` attribute of a PyTorch model), else ``None``.
     probabilities_given:
         ``head="softmax"``: whether the model's outputs already were probabilities (kept as
-        they are; decided on the first batch) rather than logits (softmaxed); else ``None``.
+        they are; decided on the first batch) rather than logits (softmaxed); else ``None``
+        (and for one output per row, which is told apart by every row, not the first batch).
     """
 
     activations: NDArray[np.float32]
@@ -235,14 +237,20 @@ def one_output(values: Any) -> bool:
     return arr.ndim == 1 or (arr.ndim == 2 and arr.shape[1] == 1)
 
 
-def warn_one_output() -> None:
+def warn_one_output(*, probability: bool = False) -> None:
     """The warning when ``head`` was not given and the model has one output per row: it is
     taken as a binary classifier's logit, which a regression model's output is not; nothing
     in the values tells the two apart (a regression target in [-5, 5] is a plausible logit),
-    so the caller is told how to say which it is."""
+    so the caller is told how to say which it is. ``probability``: the outputs lay in [0, 1]
+    on every row and were taken as a sigmoid's probability of class 1 instead."""
+    taken = (
+        "in [0, 1] on every row: taken as a sigmoid's probability p of class 1 "
+        "(probabilities [1 - p, p])"
+        if probability
+        else "taken as a binary classifier's logit (probabilities [1 - sigmoid, sigmoid])"
+    )
     warnings.warn(
-        "the model has one output per row, taken as a binary classifier's logit "
-        "(probabilities [1 - sigmoid, sigmoid]); for a regression model pass head='raw' "
+        f"the model has one output per row, {taken}; for a regression model pass head='raw' "
         "(CLI: --head raw), for a binary classifier head='softmax' (CLI: --head softmax) "
         "to silence this",
         UserWarning,
@@ -253,11 +261,13 @@ def warn_one_output() -> None:
 def head_outputs(values: Any, rows: int, head: str) -> NDArray[Any]:
     """One batch of model outputs (NumPy, rows first) as the 2-D array ``head`` stores.
 
-    ``head="raw"``: the outputs flattened to ``(rows, -1)``. ``head="softmax"``: one logit
-    per row (shape ``(rows,)`` or ``(rows, 1)``: a binary classifier) becomes the float64
-    probabilities ``[1 - sigmoid, sigmoid]``; ``(rows, classes)`` scores with at least two
-    classes are returned as they are (:class:`CaptureWriter` decides whether they already are
-    probabilities or are softmaxed); any other shape is an error.
+    ``head="raw"``: the outputs flattened to ``(rows, -1)``. ``head="softmax"``: one output
+    per row (shape ``(rows,)`` or ``(rows, 1)``: a binary classifier) is returned as
+    ``(rows, 1)``, and :class:`CaptureWriter` makes the probabilities ``[1 - p, p]`` of it
+    once it has seen every row (``p`` = the output itself when every output lies in [0, 1],
+    a sigmoid's; else ``p = sigmoid(output)``, a logit); ``(rows, classes)`` scores with at
+    least two classes are returned as they are (:class:`CaptureWriter` decides whether they
+    already are probabilities or are softmaxed); any other shape is an error.
     """
     arr = np.asarray(values)
     if arr.ndim == 0 or arr.shape[0] != rows:
@@ -265,10 +275,9 @@ def head_outputs(values: Any, rows: int, head: str) -> NDArray[Any]:
     if head == "raw":
         return arr.reshape(rows, -1)
     if one_output(arr):
-        # one logit per row: a binary classifier, probabilities [1 - sigmoid, sigmoid]
-        with np.errstate(over="ignore"):  # exp(-x) overflows to inf for x << 0: p = 0
-            p = 1.0 / (1.0 + np.exp(-arr.reshape(rows, 1).astype(np.float64)))
-        return np.concatenate([1.0 - p, p], axis=1)
+        # one output per row: a binary classifier's logit or sigmoid probability; which one
+        # is told by every row (CaptureWriter.finish), not by the first batch
+        return arr.reshape(rows, 1)
     if arr.ndim != 2 or arr.shape[1] < 2:
         raise LabelwiseError(
             f"head='softmax' needs model outputs of shape (rows, classes) with at least 2 "
@@ -378,6 +387,12 @@ class CaptureWriter:
         #: head="softmax": whether the model's outputs already are probabilities, decided
         #: once, on the first batch (``None`` until then)
         self.probabilities: bool | None = None
+        #: head="softmax" and one output per row: the smallest and largest output seen (the
+        #: outputs are stored as they come, in column 1, until :meth:`finish`)
+        self._binary: list[float] | None = None
+        #: after :meth:`finish`, one output per row: whether it lay in [0, 1] on every row and
+        #: was taken as the probability of class 1 (else a logit, ``p = sigmoid``)
+        self.binary_probability: bool | None = None
         if self.out is not None:
             if self.out.exists() and not self.out.is_dir():
                 raise LabelwiseError(f"out: {self.out} exists and is not a directory")
@@ -418,6 +433,9 @@ class CaptureWriter:
                 "activations.npy", (self.n_rows, feats.shape[1]), np.float32
             )
             width = int(outs.shape[1])
+            if self.head == "softmax" and width == 1:
+                width = 2  # [1 - p, p], made by finish()
+                self._binary = [math.inf, -math.inf]
             if self.head == "raw" and width == 1 and self.out is not None:
                 # one raw output per row (a regression) is saved 1-D, as (N,)
                 single = self._allocate(OUTPUT_FILES["raw"], (self.n_rows,), np.float32)
@@ -433,7 +451,8 @@ class CaptureWriter:
             ("activations", self.activations, feats),
             ("model outputs", self.outputs, outs),
         ):
-            if values.shape[1] != dest.shape[1]:
+            width = 1 if self._binary is not None and dest is self.outputs else dest.shape[1]
+            if values.shape[1] != width:
                 raise LabelwiseError(
                     f"{what} of rows {start}-{stop - 1} have {values.shape[1]} columns but "
                     f"earlier rows had {dest.shape[1]} (layer {label!r}); inputs must all have "
@@ -446,7 +465,13 @@ class CaptureWriter:
                 f"the captured layer {label!r} is NaN or infinite at row {row}; "
                 "check the inputs for NaN/inf"
             )
-        if self.head == "softmax":
+        if self._binary is not None:
+            values = np.asarray(outs, dtype=np.float64)
+            if np.isfinite(values).all() and values.size:
+                self._binary[0] = min(self._binary[0], float(values.min()))
+                self._binary[1] = max(self._binary[1], float(values.max()))
+            outs = np.concatenate([np.zeros_like(values), values], axis=1)
+        elif self.head == "softmax":
             outs = self._as_probabilities(outs, start, stop, eps)
         self.activations[start:stop] = block
         self.outputs[start:stop] = outs
@@ -513,6 +538,8 @@ class CaptureWriter:
                 f"the model produced NaN or infinite outputs (first at row {bad}); "
                 "check the inputs for NaN/inf"
             )
+        if self._binary is not None:
+            self._binary_probabilities(outputs)
         if self.out is None:
             return self.activations, self.outputs
         predictions = self._allocate("predictions.npy", *self._prediction_layout())
@@ -540,6 +567,24 @@ class CaptureWriter:
         if outs.ndim == 1:
             outs = outs.reshape(-1, 1)
         return acts, outs
+
+    def _binary_probabilities(self, outputs: NDArray[np.float32]) -> None:
+        """One output per row, stored in column 1: ``[1 - p, p]`` in place, ``p`` the output
+        itself when it lay in [0, 1] on every row (a sigmoid's probability: taking it for a
+        logit squeezed every probability into [0.5, 0.73] and predicted class 1 for nearly
+        every row), else ``sigmoid(output)``."""
+        assert self._binary is not None
+        low, high = self._binary
+        self.binary_probability = low >= 0.0 and high <= 1.0
+        for start in range(0, self.n_rows, _CHUNK_ROWS):
+            s = np.asarray(outputs[start : start + _CHUNK_ROWS, 1], dtype=np.float64)
+            if self.binary_probability:
+                p = s
+            else:
+                with np.errstate(over="ignore"):  # exp(-x) overflows to inf for x << 0: p = 0
+                    p = 1.0 / (1.0 + np.exp(-s))
+            outputs[start : start + _CHUNK_ROWS, 0] = 1.0 - p
+            outputs[start : start + _CHUNK_ROWS, 1] = p
 
     def _prediction_layout(self) -> tuple[tuple[int, ...], Any]:
         assert self.outputs is not None

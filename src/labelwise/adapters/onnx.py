@@ -218,7 +218,7 @@ def capture(
                 bar.update(1)
         activations, outputs = writer.finish(graph.label)
     if inferred and single:
-        warn_one_output()
+        warn_one_output(probability=bool(writer.binary_probability))
     if classes is not None and len(classes) != outputs.shape[1]:
         raise LabelwiseError(
             f"the ONNX metadata entry 'classes' names {len(classes)} classes but the model "

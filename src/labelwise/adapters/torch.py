@@ -558,10 +558,12 @@ def capture(
         ``"softmax"``: the model returns logits, and ``outputs`` are their softmax over the
         classes (outputs that are already probabilities - non-negative rows summing to 1 - are
         kept as they are; decided on the first batch, within a tolerance that follows the
-        output dtype). One logit per row (shape ``(N,)`` or ``(N, 1)``: a binary classifier)
-        gives ``[1 - sigmoid, sigmoid]``. ``"raw"``: ``outputs`` are the model outputs
-        unchanged (a regression). ``None`` (default): ``"softmax"``, with a ``UserWarning``
-        when the model has one output per row, which may as well be a regression's.
+        output dtype). One output per row (shape ``(N,)`` or ``(N, 1)``: a binary classifier)
+        gives ``[1 - p, p]``: ``p`` the output itself when it lies in [0, 1] on every row (a
+        final sigmoid), else ``sigmoid(output)`` (a logit). ``"raw"``: ``outputs`` are the
+        model outputs unchanged (a regression). ``None`` (default): ``"softmax"``, with a
+        ``UserWarning`` when the model has one output per row, which may as well be a
+        regression's.
     batch_size:
         Rows per forward pass (>= 1). Does not change the result.
     device:
@@ -664,7 +666,7 @@ def capture(
                 runner.detach()
         activations, outputs = writer.finish(runner.label, rows=done)
     if inferred and runner.one_output:
-        warn_one_output()
+        warn_one_output(probability=bool(writer.binary_probability))
     if classes is not None and outputs.shape[1] != len(classes):
         classes = None  # a `classes` attribute that does not describe the outputs
     return Capture(

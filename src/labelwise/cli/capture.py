@@ -105,9 +105,10 @@ def add_parser(sub: Any) -> None:
         "--head",
         choices=["softmax", "raw"],
         default=None,
-        help="output transform: softmax (classifier; one output per row is a binary logit, "
-        "[1 - sigmoid, sigmoid]) or raw (regression); not given: softmax, with a note when the "
-        "model has one output per row",
+        help="output transform: softmax (classifier; one output per row is a binary "
+        "classifier's: [1 - p, p] with p the output when it lies in [0, 1] on every row, a "
+        "sigmoid's, else p = sigmoid(output), a logit's) or raw (regression); not given: "
+        "softmax, with a note when the model has one output per row",
     )
     c.add_argument(
         "--logits-output",

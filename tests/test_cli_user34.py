@@ -1,0 +1,64 @@
+"""A new user's day with labelwise (user34): each test is one run that gave a wrong result
+silently, an unhelpful message or a file left half-written, end to end through the CLI."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from synthetic import run_cli
+
+
+def test_a_binary_model_with_one_sigmoid_output_is_captured_as_its_probability(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A binary classifier ending in a sigmoid (one output per row, the probability of class
+    1) was taken for a logit: its probabilities became [1 - sigmoid(p), sigmoid(p)], all in
+    [0.5, 0.73], and every row was predicted class 1 (on this pile 21 of 40 predictions
+    wrong, |p - stored| up to 0.5), with a note calling the output a logit. Every output in
+    [0, 1] is now taken as the probability itself, with a note saying so; a logit model (an
+    output outside [0, 1]) is unchanged, also when the batches are single rows, and so is
+    the ONNX route."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    logit = torch.nn.Sequential(torch.nn.Linear(3, 1))
+    with torch.no_grad():
+        logit[0].weight.copy_(torch.tensor([[4.0, 0.0, 0.0]]))
+        logit[0].bias.zero_()
+    model = torch.nn.Sequential(logit, torch.nn.Sigmoid())
+    x = np.random.default_rng(0).normal(size=(40, 3)).astype(np.float32)
+    with torch.no_grad():
+        p = model(torch.tensor(x)).numpy()[:, 0]
+        s = logit(torch.tensor(x)).numpy()[:, 0]
+    np.save(tmp_path / "x.npy", x)
+    for name, net in (("sig", model), ("logit", logit)):
+        torch.save(net, str(tmp_path / f"{name}.pt"))
+    for name, batch, expected, said in (
+        ("sig", "256", p, "in [0, 1] on every row: taken as a sigmoid's probability p"),
+        ("sig", "1", p, "in [0, 1] on every row: taken as a sigmoid's probability p"),
+        ("logit", "1", 1 / (1 + np.exp(-s)), "taken as a binary classifier's logit"),
+    ):
+        out = tmp_path / f"cap_{name}_{batch}"
+        argv = ["capture", "--model", tmp_path / f"{name}.pt", "--inputs", tmp_path / "x.npy"]
+        code, _, err = run_cli([*argv, "--out", out, "--batch-size", batch], capsys)
+        assert code == 0, err
+        assert said in err
+        probs = np.load(out / "probabilities.npy")
+        np.testing.assert_allclose(probs[:, 1], expected, atol=1e-6)
+        np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-6)
+        np.testing.assert_array_equal(np.load(out / "predictions.npy"), expected > 0.5)
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's note on its legacy exporter
+        torch.onnx.export(model, torch.tensor(x[:1]), str(tmp_path / "sig.onnx"), dynamo=False)
+    out = tmp_path / "cap_onnx"
+    code, _, err = run_cli(["capture", "--model", tmp_path / "sig.onnx", "--inputs",
+                            tmp_path / "x.npy", "--out", out], capsys)  # fmt: skip
+    assert code == 0, err
+    assert "taken as a sigmoid's probability p" in err
+    np.testing.assert_allclose(np.load(out / "probabilities.npy")[:, 1], p, atol=1e-6)
+
