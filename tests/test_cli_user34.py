@@ -62,3 +62,47 @@ def test_a_binary_model_with_one_sigmoid_output_is_captured_as_its_probability(
     assert "taken as a sigmoid's probability p" in err
     np.testing.assert_allclose(np.load(out / "probabilities.npy")[:, 1], p, atol=1e-6)
 
+
+def test_the_labelling_api_takes_class_names_and_refuses_a_batch_of_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'curl -d {"row": r, "value": "dog"} /api/answer' on a campaign with classes cat, dog,
+    bird, fish was refused ('a label must be a class number, got 'dog''), though labels.csv
+    takes names; {"row": r} without a value said 'got None'; and /api/propose {"n": 0}
+    proposed a whole default batch of 20 rows (n or batch) instead of refusing. Names now
+    label (in any case when only one class matches), an unknown one lists the names, a
+    missing value names the keys, and n = 0 is refused with nothing proposed."""
+    from label_helpers import NAMES, Running, labels_of, make_campaign, make_pile, proposed
+    from labelwise.cli._labelling import LabelSession
+
+    pile = make_pile(tmp_path / "pile")
+    camp = make_campaign(pile, tmp_path / "camp", 3)
+    capsys.readouterr()
+    served = Running(LabelSession(camp))
+    try:
+        rows = proposed(camp)
+        y = [int(pile["y"][r]) for r in rows]
+        code, st = served.post("/api/answer", {"row": rows[0], "value": NAMES[y[0]]})
+        assert code == 200, st
+        code, st = served.post("/api/answer", {"row": rows[1], "value": NAMES[y[1]].upper()})
+        assert code == 200, st
+        code, st = served.post("/api/answer", {"row": rows[2], "value": "horse"})
+        assert code == 400
+        assert st["error"] == (
+            "a label must be a class number or name (cat, dog, bird, fish), got 'horse'"
+        )
+        code, st = served.post("/api/answer", {"row": rows[2]})
+        assert code == 400 and 'needs "row" and "value"' in st["error"]
+        assert "['row']" in st["error"]
+        code, st = served.post("/api/answer", {"row": rows[2], "value": y[2]})
+        assert code == 200, st
+        assert labels_of(camp) == dict(zip(rows, y, strict=True))
+        for n in (0, -3):
+            code, st = served.post("/api/propose", {"n": n})
+            assert code == 400 and "--batch" in st["error"], st
+            assert st["state"]["n_to_label"] == 3
+        assert proposed(camp) == rows
+        code, st = served.post("/api/propose", {"n": 2})
+        assert code == 200 and st["n_to_label"] == 5
+    finally:
+        served.stop()

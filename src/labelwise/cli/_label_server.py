@@ -136,6 +136,11 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = self._body()
             if path == "/api/answer":
+                if "value" not in body:
+                    raise BadAnswer(
+                        'an answer needs "row" and "value" (the label), e.g. '
+                        '{"row": 12, "value": 3}; got the keys ' + repr(sorted(body))
+                    )
                 session.answer(_int(body, "row"), body.get("value"))
             elif path == "/api/skip":
                 session.skip(_int(body, "row"))

@@ -437,7 +437,7 @@ class LabelSession:
             if pending:
                 raise Refused(f"{len(pending)} proposed rows still await labels; label them first")
             try:
-                propose_batch(self.st, int(n or self.batch))
+                propose_batch(self.st, self.batch if n is None else int(n))
             except LabelwiseError:
                 self._reload_campaign()
                 raise
@@ -531,7 +531,12 @@ class LabelSession:
             try:
                 v = int(value)
             except (TypeError, ValueError, OverflowError):
-                raise BadAnswer(f"a label must be a class number, got {value!r}") from None
+                named = self._class_by_name(value)
+                if named is not None:
+                    return named
+                names = self._real_class_names()
+                known = f" or name ({', '.join(names)})" if names else ""
+                raise BadAnswer(f"a label must be a class number{known}, got {value!r}") from None
             if isinstance(value, float) and value != v:
                 raise BadAnswer(f"a label must be a class number, got {value!r}")
             if self.n_classes is not None and not 0 <= v < self.n_classes:
@@ -544,6 +549,24 @@ class LabelSession:
         if not np.isfinite(f):
             raise BadAnswer(f"a {self.column} must be a finite number, got {value!r}")
         return f
+
+    def _real_class_names(self) -> list[str] | None:
+        """The class names of ``--classes`` (not the page's "class i" stand-ins), if any."""
+        names = self.ws.classes()
+        if names is None or len(names) != (self.n_classes or 0):
+            return None
+        return list(names)
+
+    def _class_by_name(self, value: Any) -> int | None:
+        """A label given by class name (as labels.csv takes it): its number; a name in
+        another case is taken when it names one class only. ``None``: not a name."""
+        names = self._real_class_names()
+        if not isinstance(value, str) or names is None:
+            return None
+        if value in names:
+            return names.index(value)
+        folded = [i for i, n in enumerate(names) if n.casefold() == value.strip().casefold()]
+        return folded[0] if len(folded) == 1 else None
 
     @staticmethod
     def _show(v: Any) -> str:
