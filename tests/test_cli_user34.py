@@ -3,6 +3,7 @@ silently, an unhelpful message or a file left half-written, end to end through t
 
 from __future__ import annotations
 
+import shutil
 import warnings
 from pathlib import Path
 
@@ -106,3 +107,47 @@ def test_the_labelling_api_takes_class_names_and_refuses_a_batch_of_zero(
         assert code == 200 and st["n_to_label"] == 5
     finally:
         served.stop()
+
+
+def test_rows_in_the_other_channel_layout_say_how_to_move_the_axis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A channels-last model (forward permutes NHWC to NCHW) given (rows, 3, 8, 8) rows
+    failed with 'the model's first layer 'conv' ... expects inputs of shape (rows, 3, ...,
+    ...)': exactly the shape given, so the message read as if the rows were right. A
+    channels-first model given (rows, 8, 8, 3) rows said nothing of the layout either. Each
+    now says which way the channel axis goes and how to move it."""
+    torch = pytest.importorskip("torch")
+
+    class ChannelsLast(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 2, 3)
+            self.fc = torch.nn.Linear(72, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(torch.relu(self.conv(x.permute(0, 3, 1, 2))).flatten(1))
+
+    first = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 2, 3), torch.nn.Flatten(), torch.nn.Linear(72, 2)
+    )
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "chw.npy", rng.normal(size=(6, 3, 8, 8)).astype(np.float32))
+    np.save(tmp_path / "hwc.npy", rng.normal(size=(6, 8, 8, 3)).astype(np.float32))
+    for net, wrong, right, said in (
+        (ChannelsLast(), "chw", "hwc", "the model's forward rearranges its input"),
+        (first, "hwc", "chw", "the rows look channels last (8, 8, 3)"),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript is deprecated
+            torch.jit.save(torch.jit.script(net.eval()), str(tmp_path / "m.pt"))
+        argv = ["capture", "--model", tmp_path / "m.pt", "--out", tmp_path / "cap"]
+        code, _, err = run_cli([*argv, "--inputs", tmp_path / f"{wrong}.npy"], capsys)
+        assert code == 2 and said in err, err
+        moved = "np.moveaxis(x, 1, -1)" if right == "hwc" else "np.moveaxis(x, -1, 1)"
+        assert moved in err and "Traceback" not in err
+        assert not (tmp_path / "cap").exists()
+        code, _, err = run_cli([*argv, "--inputs", tmp_path / f"{right}.npy"], capsys)
+        assert code == 0, err
+        assert np.load(tmp_path / "cap" / "activations.npy").shape == (6, 72)
+        shutil.rmtree(tmp_path / "cap")

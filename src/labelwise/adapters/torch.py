@@ -1486,6 +1486,7 @@ class _Runner:
             f"the model failed on inputs of shape {tuple(x.shape)} (rows first, dtype "
             f"{str(x.dtype).removeprefix('torch.')}){wanted}: {type(exc).__name__}: "
             f"{_short(exc)}{_no_channel_axis(self.model, tuple(x.shape))}"
+            f"{_channels_moved(self.model, tuple(x.shape))}"
         )
 
     # one batch -----------------------------------------------------------------------
@@ -1607,6 +1608,38 @@ def _no_channel_axis(model: torch.nn.Module, shape: tuple[int, ...]) -> str:
                     "the pile with one, np.save(FILE, x[:, None])"
                 )
             return ""
+        if next(iter(module.parameters(recurse=False)), None) is not None:
+            return ""
+    return ""
+
+
+def _channels_moved(model: torch.nn.Module, shape: tuple[int, ...]) -> str:
+    """When the first layer is a ConvNd taking C channels and the model failed: rows that are
+    (..., C) channels last are to be moved channels first; rows that already are (C, ...)
+    channels first mean the forward rearranges its input before that layer (typically a
+    channels-last model, ``x.permute(0, 3, 1, 2)``), where the error's "expects (rows, C, ...)"
+    alone reads as if the rows were right. Says which, and how to move the axis; else ``""``."""
+    for _, module in model.named_modules():
+        kind = getattr(module, "original_name", None) or type(module).__name__
+        dims = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3}.get(kind)
+        if dims is not None:
+            c = getattr(module, "in_channels", None)
+            if len(shape) != 2 + dims or (shape[1] == c) == (shape[-1] == c):
+                return ""
+            if shape[-1] == c:
+                first = ", ".join(map(str, ("rows", shape[-1], *shape[1:-1])))
+                return (
+                    f"; the rows look channels last ({', '.join(map(str, shape[1:]))}): give "
+                    f"them channels first, ({first}): np.save(FILE, np.moveaxis(x, -1, 1)) "
+                    "(a folder of images: --layout chw)"
+                )
+            last = ", ".join(map(str, ("rows", *shape[2:], shape[1])))
+            return (
+                f"; the rows already are channels first ({', '.join(map(str, shape[1:]))}), so "
+                f"the model's forward rearranges its input before that layer: if it takes "
+                f"channels-last rows ({last}), give them so: np.save(FILE, np.moveaxis(x, 1, -1)) "
+                "(a folder of images: --layout hwc)"
+            )
         if next(iter(module.parameters(recurse=False)), None) is not None:
             return ""
     return ""
