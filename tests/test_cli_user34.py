@@ -151,3 +151,46 @@ def test_rows_in_the_other_channel_layout_say_how_to_move_the_axis(
         assert code == 0, err
         assert np.load(tmp_path / "cap" / "activations.npy").shape == (6, 72)
         shutil.rmtree(tmp_path / "cap")
+
+
+def test_dependability_perturbations_of_a_one_output_model_say_how_to_give_two(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'dependability --perturb noise' on a binary classifier with one sigmoid output said
+    'the model must return logits of shape (128, C) with C >= 2 classes, got (128, 1)': a
+    dead end for a model that is a classifier. It now names the one output and the line that
+    gives two logits; the model so wrapped runs, and its accuracy is the sigmoid model's."""
+    torch = pytest.importorskip("torch")
+
+    class TwoLogits(torch.nn.Module):
+        def __init__(self, inner: torch.nn.Module) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            p = self.inner(x)
+            return torch.log(torch.cat([1 - p, p], 1))
+
+    torch.manual_seed(0)
+    sig = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 1), torch.nn.Sigmoid())
+    x = np.random.default_rng(0).uniform(size=(30, 3)).astype(np.float32)
+    with torch.no_grad():
+        y = (sig(torch.tensor(x))[:, 0] > 0.5).numpy().astype(np.int64)
+    y[:3] = 1 - y[:3]  # 27 of 30 right
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    for name, net in (("sig", sig), ("two", TwoLogits(sig))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript is deprecated
+            torch.jit.save(torch.jit.script(net.eval()), str(tmp_path / f"{name}.pt"))
+    argv = ["dependability", "--inputs", tmp_path / "x.npy", "--labels", tmp_path / "y.npy",
+            "--perturb", "noise", "--eps", "0.05"]  # fmt: skip
+    code, _, err = run_cli([*argv, "--model", tmp_path / "sig.pt", "--out", tmp_path / "a"],
+                           capsys)  # fmt: skip
+    assert code == 2 and "one output per row" in err, err
+    assert "torch.log(torch.cat([1 - p, p], 1))" in err
+    assert not (tmp_path / "a").exists()
+    code, out, err = run_cli([*argv, "--model", tmp_path / "two.pt", "--out", tmp_path / "b"],
+                             capsys)  # fmt: skip
+    assert code == 0, err
+    assert "27/30" in out and "confidence loss" in out

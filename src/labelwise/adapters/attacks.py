@@ -718,6 +718,15 @@ def _probabilities(model: torch.nn.Module, x: torch.Tensor, what: str) -> torch.
     out = model(x)
     if not isinstance(out, torch.Tensor):
         raise LabelwiseError(f"the model must return a tensor of logits, got {type(out).__name__}")
+    if out.dim() in (1, 2) and out.shape[0] == x.shape[0] and out[0].numel() == 1:
+        raise LabelwiseError(
+            f"the model returns one output per row (shape {tuple(out.shape)}: a binary "
+            "classifier's logit or sigmoid probability); the perturbations measure the drop of "
+            "the true class's probability and need one score per class: save a model that "
+            "returns two logits, e.g. forward ending in torch.cat([torch.zeros_like(z), z], 1) "
+            "for a logit z of shape (rows, 1), or torch.log(torch.cat([1 - p, p], 1)) for a "
+            "sigmoid's p"
+        )
     if out.dim() != 2 or out.shape[0] != x.shape[0] or out.shape[1] < 2:
         raise LabelwiseError(
             f"the model must return logits of shape ({x.shape[0]}, C) with C >= 2 classes, "
