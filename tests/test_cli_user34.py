@@ -194,3 +194,44 @@ def test_dependability_perturbations_of_a_one_output_model_say_how_to_give_two(
                              capsys)  # fmt: skip
     assert code == 0, err
     assert "27/30" in out and "confidence loss" in out
+
+
+def test_labels_of_another_selection_are_named_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'estimate b --labels a/labels.csv' (the labels of another selection of the pile) said
+    '... labels 17 rows that were not selected: ...; remove these lines': done, the next run
+    said 17 selected rows have no label. When most of the file's rows are outside the
+    selection the message now asks whether it is another selection's file and points to
+    to_label.csv; one stray line still says to remove it."""
+    from synthetic import classifier_pile
+
+    y, acts, probs = classifier_pile(np.random.default_rng(0), 200, 3, 6)
+    np.save(tmp_path / "a.npy", acts.astype(np.float32))
+    np.save(tmp_path / "p.npy", probs.astype(np.float32))
+    sel = {}
+    for name, seed in (("a", "1"), ("b", "2")):
+        argv = ["select", "--method", "srs", "--budget", "20", "--activations",
+                tmp_path / "a.npy", "--probs", tmp_path / "p.npy", "--seed", seed]  # fmt: skip
+        code, _, err = run_cli([*argv, "--out", tmp_path / name], capsys)
+        assert code == 0, err
+        rows = np.loadtxt(tmp_path / name / "to_label.csv", delimiter=",", skiprows=1,
+                          usecols=1, dtype=int)  # fmt: skip
+        sel[name] = rows.tolist()
+        (tmp_path / name / "labels.csv").write_text(
+            "row,label\n" + "".join(f"{r},{y[r]}\n" for r in sel[name])
+        )
+    outside = len(set(sel["a"]) - set(sel["b"]))
+    assert outside > 10
+    code, _, err = run_cli(["estimate", tmp_path / "b", "--labels",
+                            tmp_path / "a" / "labels.csv"], capsys)  # fmt: skip
+    assert code == 2
+    assert f"that is {outside} of its 20 rows: is it the labels file of another selection" in err
+    assert "to_label.csv" in err and "remove these lines" not in err
+    stray = next(r for r in sel["a"] if r not in sel["b"])
+    with open(tmp_path / "b" / "labels.csv", "a") as fh:
+        fh.write(f"{stray},{y[stray]}\n")
+    code, _, err = run_cli(["estimate", tmp_path / "b", "--labels",
+                            tmp_path / "b" / "labels.csv"], capsys)  # fmt: skip
+    assert code == 2 and "labels 1 row that was not selected" in err
+    assert "remove these lines" in err and "another selection" not in err

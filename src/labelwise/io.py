@@ -611,10 +611,19 @@ def read_labels_csv(
         )
     if outside:
         shown = ", ".join(f"row {row} (line {n})" for n, row in outside[:5])
+        # most of the file outside: "remove these lines" would leave a few labels and the
+        # next error, 'selected rows have no label'; the file is most likely another's
+        mostly = len(outside) * 2 > len(rows)
+        advice = (
+            f"that is {len(outside)} of its {len(rows)} rows: is it the labels file of another "
+            "selection or campaign? Label the rows listed in this one's to_label.csv"
+            if mostly
+            else "remove these lines"
+        )
         raise LabelwiseError(
             f"{what}: {p} labels {len(outside)} "
             f"{'row that was' if len(outside) == 1 else 'rows that were'} "
-            f"{not_allowed}: {shown}{', ...' if len(outside) > 5 else ''}; remove these lines: "
+            f"{not_allowed}: {shown}{', ...' if len(outside) > 5 else ''}; {advice}: "
             "only the rows given to label count (others would bias the estimate)"
         )
     r = np.asarray(rows, dtype=np.int64)
