@@ -3,6 +3,7 @@ silently, an unhelpful message or a file left half-written, end to end through t
 
 from __future__ import annotations
 
+import json
 import shutil
 import warnings
 from pathlib import Path
@@ -235,3 +236,48 @@ def test_labels_of_another_selection_are_named_as_such(
                             tmp_path / "b" / "labels.csv"], capsys)  # fmt: skip
     assert code == 2 and "labels 1 row that was not selected" in err
     assert "remove these lines" in err and "another selection" not in err
+
+
+def test_campaign_force_sets_the_label_studio_tasks_aside_with_the_labels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'campaign DIR --force' over a labelled campaign moved its labels, state and report into
+    DIR/replaced-<time>/ but left its Label Studio tasks and config in DIR (with the export's
+    record moved away): the old campaign's tasks sat beside the new one's, and the new
+    campaign's 'export' took them for the user's file and wrote label-studio-tasks.new.json.
+    They now go aside with the labels they belong to, and the next export writes
+    label-studio-tasks.json."""
+    from synthetic import classifier_pile
+
+    y, acts, probs = classifier_pile(np.random.default_rng(0), 120, 3, 6)
+    np.save(tmp_path / "a.npy", acts.astype(np.float32))
+    np.save(tmp_path / "p.npy", probs.astype(np.float32))
+    d = tmp_path / "camp"
+    start = ["campaign", d, "--activations", tmp_path / "a.npy", "--probs", tmp_path / "p.npy"]
+    for argv in (start, ["next", d, "--batch", "6"]):
+        code, _, err = run_cli(argv, capsys)
+        assert code == 0, err
+    rows = np.loadtxt(d / "to_label.csv", delimiter=",", skiprows=1, usecols=1, dtype=int)
+    (d / "labels.csv").write_text("row,label\n" + "".join(f"{r},{y[r]}\n" for r in rows))
+    code, _, err = run_cli(["estimate", d, "--labels", d / "labels.csv"], capsys)
+    assert code == 0, err
+    code, _, err = run_cli(["next", d, "--batch", "4"], capsys)
+    assert code == 0, err
+    code, _, err = run_cli(["export", d, "--format", "label-studio"], capsys)
+    assert code == 0, err
+    old_tasks = (d / "label-studio-tasks.json").read_text()
+    code, _, err = run_cli([*start, "--seed", "7", "--force"], capsys)
+    assert code == 0, err
+    (aside,) = d.glob("replaced-*")
+    assert (aside / "label-studio-tasks.json").read_text() == old_tasks
+    assert (aside / "label-studio-tasks.config.xml").is_file()
+    assert (aside / "labels.csv").is_file()
+    assert not (d / "label-studio-tasks.json").exists()
+    assert not (d / "label-studio-tasks.config.xml").exists()
+    for argv in (["next", d, "--batch", "5"], ["export", d, "--format", "label-studio"]):
+        code, _, err = run_cli(argv, capsys)
+        assert code == 0, err
+    assert not (d / "label-studio-tasks.new.json").exists()
+    new_rows = np.loadtxt(d / "to_label.csv", delimiter=",", skiprows=1, usecols=1, dtype=int)
+    tasks = json.loads((d / "label-studio-tasks.json").read_text())
+    assert sorted(t["data"]["labelwise_row"] for t in tasks) == sorted(new_rows.tolist())

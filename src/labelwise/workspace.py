@@ -166,6 +166,8 @@ class Workspace:
         for name in (SELECTION, TO_LABEL, LABELS, ESTIMATE, RANKING, "report.html"):
             if (self.path / name).is_file():
                 os.replace(self.path / name, aside / name)
+        for f in self._exported_files():
+            os.replace(f, aside / f.name)
         for f in self.path.glob("*.state.*"):
             os.replace(f, aside / f.name)
         if (self.path / CLASSES).is_file():
@@ -177,6 +179,27 @@ class Workspace:
         with contextlib.suppress(OSError, LabelwiseError):
             moved._read_held_sources()
             moved._note_use()
+
+    def _exported_files(self) -> list[Path]:
+        """The Label Studio task files and configs ``labelwise export`` wrote into DIR for the
+        selection or campaign being replaced, as it wrote them (their sha256 among those of
+        ``DIR/export.state.json``). Left behind, the old tasks were in DIR beside the new
+        campaign's, and the next export, taking them for the user's, wrote its tasks to
+        ``label-studio-tasks.new.json`` instead."""
+        try:
+            doc = read_json(self.path / "export.state.json", "export.state.json")
+        except LabelwiseError:
+            return []
+        if not isinstance(doc, dict):
+            return []
+        digests = {v for v in doc.values() if isinstance(v, str)}
+        found = []
+        for f in sorted(self.path.iterdir()):
+            if f.suffix in (".json", ".xml") and f.is_file() and not f.is_symlink():
+                with contextlib.suppress(OSError):
+                    if file_digest(f) in digests:
+                        found.append(f)
+        return found
 
     def holds(self) -> str | None:
         """``"selection"``, ``"campaign"`` or None: what this directory already holds."""
