@@ -281,3 +281,37 @@ def test_campaign_force_sets_the_label_studio_tasks_aside_with_the_labels(
     new_rows = np.loadtxt(d / "to_label.csv", delimiter=",", skiprows=1, usecols=1, dtype=int)
     tasks = json.loads((d / "label-studio-tasks.json").read_text())
     assert sorted(t["data"]["labelwise_row"] for t in tasks) == sorted(new_rows.tolist())
+
+
+def test_extend_with_other_arrays_is_refused_not_ignored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'select --extend sel --budget 5 --activations cap2/activations.npy' (a new capture)
+    extended the selection on its old arrays and said nothing of the new file: 'extended ces
+    selection from 20 to 25 rows'. Another file is now refused naming the recorded one, and
+    the selection is unchanged; the recorded file itself is accepted."""
+    from synthetic import classifier_pile
+
+    _, acts, probs = classifier_pile(np.random.default_rng(0), 150, 3, 6)
+    np.save(tmp_path / "a.npy", acts.astype(np.float32))
+    np.save(tmp_path / "b.npy", acts[::-1].astype(np.float32))
+    np.save(tmp_path / "p.npy", probs.astype(np.float32))
+    sel = tmp_path / "sel"
+    code, _, err = run_cli(["select", "--method", "ces", "--budget", "10", "--activations",
+                            tmp_path / "a.npy", "--out", sel, "--seed", "0"], capsys)  # fmt: skip
+    assert code == 0, err
+    before = (sel / "selection.json").read_text()
+    extend = ["select", "--extend", sel, "--budget", "5"]
+    for flag, path in (("--activations", "b.npy"), ("--probs", "p.npy")):
+        code, _, err = run_cli([*extend, flag, tmp_path / path], capsys)
+        assert code == 2, err
+        assert f"{flag} {tmp_path / path}: --extend continues the selection" in err
+        assert f"leave {flag} out" in err
+        assert (sel / "selection.json").read_text() == before
+    assert (
+        str((tmp_path / "a.npy").resolve())
+        in run_cli([*extend, "--activations", tmp_path / "b.npy"], capsys)[2]
+    )
+    code, out, err = run_cli([*extend, "--activations", tmp_path / "a.npy"], capsys)
+    assert code == 0, err
+    assert "from 10 to 15 rows" in out

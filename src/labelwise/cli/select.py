@@ -277,6 +277,34 @@ def _data(
     return arr
 
 
+def _check_extend_arrays(args: argparse.Namespace, ws: Workspace) -> None:
+    """--activations, --probs, --predictions or --population-size given with --extend were
+    ignored without a word: the selection continues with the arrays it was made from, so a
+    new capture's file named there changed nothing. The same file as recorded is fine;
+    another one is an error naming the recorded one."""
+    if args.population_size is not None:
+        raise LabelwiseError(
+            "--population-size cannot change an existing selection: --extend continues on its "
+            "pile; leave --population-size out"
+        )
+    for key, flag in DATA_FLAGS.items():
+        given = getattr(args, key)
+        if given is None:
+            continue
+        if ws.has_source(key) and Path(given).resolve() == ws.source_path(key).resolve():
+            continue  # the very file the selection was made from
+        made = (
+            f"it was made from {ws.source_path(key)}"
+            if ws.has_source(key)
+            else f"it was made without {flag}"
+        )
+        raise LabelwiseError(
+            f"{flag} {given}: --extend continues the selection in {args.extend} on its own "
+            f"arrays ({made}); leave {flag} out, or start a new selection on these arrays "
+            "(select --method ... --out NEW)"
+        )
+
+
 def _select_extend(args: argparse.Namespace) -> int:
     ws, sel = Workspace.open(args.extend, "--extend")
     if args.method is not None and args.method != sel.method:
@@ -287,6 +315,7 @@ def _select_extend(args: argparse.Namespace) -> int:
         raise LabelwiseError(
             f"{', '.join(given)} cannot change an existing selection (its parameters are kept)"
         )
+    _check_extend_arrays(args, ws)
     if args.seed is not None:
         raise LabelwiseError(
             "--seed does not apply to --extend: the selection continues its own random stream "
