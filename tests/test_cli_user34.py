@@ -204,7 +204,8 @@ def test_labels_of_another_selection_are_named_as_such(
     '... labels 17 rows that were not selected: ...; remove these lines': done, the next run
     said 17 selected rows have no label. When most of the file's rows are outside the
     selection the message now asks whether it is another selection's file and points to
-    to_label.csv; one stray line still says to remove it."""
+    to_label.csv; one stray line still says to remove it (and no longer 'these lines'), and so
+    does a file of one or two lines that are all outside."""
     from synthetic import classifier_pile
 
     y, acts, probs = classifier_pile(np.random.default_rng(0), 200, 3, 6)
@@ -235,7 +236,10 @@ def test_labels_of_another_selection_are_named_as_such(
     code, _, err = run_cli(["estimate", tmp_path / "b", "--labels",
                             tmp_path / "b" / "labels.csv"], capsys)  # fmt: skip
     assert code == 2 and "labels 1 row that was not selected" in err
-    assert "remove these lines" in err and "another selection" not in err
+    assert "remove this line" in err and "another selection" not in err
+    (tmp_path / "one.csv").write_text(f"row,label\n{stray},{y[stray]}\n")
+    code, _, err = run_cli(["estimate", tmp_path / "b", "--labels", tmp_path / "one.csv"], capsys)
+    assert code == 2 and "remove this line" in err and "another selection" not in err
 
 
 def test_campaign_force_sets_the_label_studio_tasks_aside_with_the_labels(

@@ -613,12 +613,12 @@ def read_labels_csv(
         shown = ", ".join(f"row {row} (line {n})" for n, row in outside[:5])
         # most of the file outside: "remove these lines" would leave a few labels and the
         # next error, 'selected rows have no label'; the file is most likely another's
-        mostly = len(outside) * 2 > len(rows)
+        mostly = len(outside) >= 3 and len(outside) * 2 > len(rows)
         advice = (
             f"that is {len(outside)} of its {len(rows)} rows: is it the labels file of another "
             "selection or campaign? Label the rows listed in this one's to_label.csv"
             if mostly
-            else "remove these lines"
+            else ("remove this line" if len(outside) == 1 else "remove these lines")
         )
         raise LabelwiseError(
             f"{what}: {p} labels {len(outside)} "
