@@ -319,3 +319,52 @@ def test_extend_with_other_arrays_is_refused_not_ignored(
     code, out, err = run_cli([*extend, "--activations", tmp_path / "a.npy"], capsys)
     assert code == 0, err
     assert "from 10 to 15 rows" in out
+
+
+def test_an_onnx_model_taking_the_other_channel_layout_says_how_to_move_the_axis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An ONNX model exported for (rows, 8, 8, 3) images given (rows, 3, 8, 8) rows was told
+    'reshape the inputs (e.g. images as (rows, channels, height, width))': what it had been
+    given. It is now told which way the channel axis goes, both ways; other shapes keep the
+    general advice."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+
+    class ChannelsLast(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 2, 3)
+            self.fc = torch.nn.Linear(72, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(torch.relu(self.conv(x.permute(0, 3, 1, 2))).flatten(1))
+
+    first = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 2, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(72, 2)
+    )
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "chw.npy", rng.normal(size=(6, 3, 8, 8)).astype(np.float32))
+    np.save(tmp_path / "hwc.npy", rng.normal(size=(6, 8, 8, 3)).astype(np.float32))
+    np.save(tmp_path / "flat.npy", rng.normal(size=(6, 5)).astype(np.float32))
+    for name, net, example in (
+        ("last", ChannelsLast(), (1, 8, 8, 3)),
+        ("first", first, (1, 3, 8, 8)),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's note on its legacy exporter
+            torch.onnx.export(net.eval(), torch.zeros(example), str(tmp_path / f"{name}.onnx"),
+                              dynamo=False, input_names=["x"],
+                              dynamic_axes={"x": {0: "b"}})  # fmt: skip
+    for name, wrong, said in (
+        ("last", "chw", "the model takes channels last: np.save(FILE, np.moveaxis(x, 1, -1))"),
+        ("first", "hwc", "the model takes channels first: np.save(FILE, np.moveaxis(x, -1, 1))"),
+        ("first", "flat", "reshape the inputs"),
+    ):
+        argv = ["capture", "--model", tmp_path / f"{name}.onnx", "--out", tmp_path / "cap"]
+        code, _, err = run_cli([*argv, "--inputs", tmp_path / f"{wrong}.npy"], capsys)
+        assert code == 2 and said in err, err
+    argv = ["capture", "--model", tmp_path / "last.onnx", "--out", tmp_path / "cap"]
+    code, _, err = run_cli([*argv, "--inputs", tmp_path / "hwc.npy"], capsys)
+    assert code == 0, err

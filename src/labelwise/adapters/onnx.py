@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -450,9 +450,35 @@ def _check_shape(x: NDArray[Any], graph: _Graph) -> None:
     if wrong:
         raise LabelwiseError(
             f"the ONNX model expects input {graph.input_name!r} of shape "
-            f"{_shape_text(dims)} (rows first), got inputs of shape {x.shape}; reshape the "
-            "inputs (e.g. images as (rows, channels, height, width))"
+            f"{_shape_text(dims)} (rows first), got inputs of shape {x.shape}; "
+            f"{_reshape_advice(dims, x.shape)}"
         )
+
+
+def _fits(dims: Sequence[Any], shape: tuple[int, ...]) -> bool:
+    """Whether ``shape`` fits the graph's input ``dims`` past the rows (symbolic dims fit)."""
+    return len(dims) == len(shape) and all(
+        not (isinstance(d, int) and d > 0) or d == s
+        for d, s in zip(dims[1:], shape[1:], strict=True)
+    )
+
+
+def _reshape_advice(dims: Sequence[Any], shape: tuple[int, ...]) -> str:
+    """How to give rows the model takes: when only the channel axis is in the other place
+    (images read channels first for a model taking (rows, H, W, C), or the reverse), which
+    way to move it; else the general advice. Before, a channels-last model given (rows, 3, 8,
+    8) images was told to give them 'as (rows, channels, height, width)': what it was given."""
+    if len(shape) >= 4 and _fits(dims, (shape[0], *shape[2:], shape[1])):
+        return (
+            "the model takes channels last: np.save(FILE, np.moveaxis(x, 1, -1)) "
+            "(a folder of images: --layout hwc)"
+        )
+    if len(shape) >= 4 and _fits(dims, (shape[0], shape[-1], *shape[1:-1])):
+        return (
+            "the model takes channels first: np.save(FILE, np.moveaxis(x, -1, 1)) "
+            "(a folder of images: --layout chw)"
+        )
+    return "reshape the inputs (e.g. images as (rows, channels, height, width))"
 
 
 def _run(session: Any, fetch: list[str], graph: _Graph, x: NDArray[Any]) -> list[Any]:
