@@ -34,8 +34,9 @@ def add_parser(sub: Any) -> None:
         epilog=(
             "Another tool can drive the same page over its JSON API (every POST with "
             "Content-Type: application/json): GET /api/state (the rows to label, the estimate); "
-            'POST /api/answer {"row": r, "value": v} (the class number, or a number for '
-            'regression), POST /api/skip {"row": r}, POST /api/undo, POST /api/propose '
+            'POST /api/answer {"row": r, "value": v} (the class number or, when the '
+            'classes are named, its name; a number for regression), POST /api/skip {"row": r}, '
+            "POST /api/undo, POST /api/propose "
             '{"n": n} (campaigns: the next rows); each returns the new state, or {"error": ...} '
             "with status 409 or 400 when refused."
         ),
