@@ -368,3 +368,26 @@ def test_an_onnx_model_taking_the_other_channel_layout_says_how_to_move_the_axis
     argv = ["capture", "--model", tmp_path / "last.onnx", "--out", tmp_path / "cap"]
     code, _, err = run_cli([*argv, "--inputs", tmp_path / "hwc.npy"], capsys)
     assert code == 0, err
+
+
+def test_a_pile_that_is_no_npy_array_gets_advice_capture_can_follow(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'capture --inputs table.npy' (a CSV saved under .npy) said 'a CSV or other table goes
+    through 'labelwise capture --inputs FILE' first': the very command that failed. An empty
+    .npy said 'No data left in file'. capture now says to name a table .csv or .parquet, an
+    empty file says it is empty, and select keeps its advice to capture first."""
+    torch = pytest.importorskip("torch")
+    torch.save(torch.nn.Sequential(torch.nn.Linear(2, 2)), str(tmp_path / "m.pt"))
+    (tmp_path / "table.npy").write_text("a,b\n1,2\n")
+    (tmp_path / "zero.npy").write_bytes(b"")
+    argv = ["capture", "--model", tmp_path / "m.pt", "--out", tmp_path / "cap", "--inputs"]
+    code, _, err = run_cli([*argv, tmp_path / "table.npy"], capsys)
+    assert code == 2 and "a table is read from a .csv or .parquet file" in err, err
+    assert "labelwise capture" not in err
+    code, _, err = run_cli([*argv, tmp_path / "zero.npy"], capsys)
+    assert code == 2 and "the file is empty, 0 bytes" in err, err
+    code, _, err = run_cli(["select", "--method", "ces", "--budget", "2", "--activations",
+                            tmp_path / "table.npy", "--out", tmp_path / "s"], capsys)  # fmt: skip
+    assert code == 2 and "goes through 'labelwise capture --inputs FILE' first" in err, err
+    assert not (tmp_path / "cap").exists()

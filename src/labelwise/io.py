@@ -360,8 +360,16 @@ def load_array(path: str | os.PathLike[str], what: str, *, mmap: bool = True) ->
     except (ValueError, OSError, EOFError) as exc:
         text = str(exc)
         if "allow_pickle" in text or "pickled" in text:
-            text = "not a .npy file written by numpy.save: a CSV or other table goes through "
-            text += "'labelwise capture --inputs FILE' first"
+            text = "not a .npy file written by numpy.save: "
+            # capture reads the pile itself: sending it to 'capture' was circular there
+            text += (
+                "a table is read from a .csv or .parquet file (name it so), images from "
+                "their folder"
+                if what == "--inputs"
+                else "a CSV or other table goes through 'labelwise capture --inputs FILE' first"
+            )
+        elif p.stat().st_size == 0:
+            text = "the file is empty, 0 bytes: was it written to the end?"
         raise LabelwiseError(f"{what}: {p} is not a readable .npy array ({text})") from None
     if not isinstance(arr, np.ndarray):
         raise LabelwiseError(f"{what}: {p} must hold one array (.npy), not an archive")
