@@ -391,3 +391,37 @@ def test_a_pile_that_is_no_npy_array_gets_advice_capture_can_follow(
                             tmp_path / "table.npy", "--out", tmp_path / "s"], capsys)  # fmt: skip
     assert code == 2 and "goes through 'labelwise capture --inputs FILE' first" in err, err
     assert not (tmp_path / "cap").exists()
+
+
+def test_a_huge_regression_target_names_its_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A regression target of 1e200 (another unit, a typo) said 'targets must be at most
+    1e+150 in magnitude ..., got a larger value at position 0': a position among the labelled
+    rows that no file shows. Campaign and selection now name the pile row and the value."""
+    rng = np.random.default_rng(0)
+    acts = rng.normal(size=(60, 4)).astype(np.float32)
+    preds = rng.normal(size=60).astype(np.float32)
+    np.save(tmp_path / "a.npy", acts)
+    np.save(tmp_path / "o.npy", preds)
+    camp, sel = tmp_path / "camp", tmp_path / "sel"
+    for argv in (
+        ["campaign", camp, "--activations", tmp_path / "a.npy", "--predictions",
+         tmp_path / "o.npy", "--seed", "0"],
+        ["next", camp, "--batch", "5"],
+        ["select", "--method", "srs", "--budget", "5", "--activations", tmp_path / "a.npy",
+         "--out", sel, "--seed", "0"],
+    ):  # fmt: skip
+        code, _, err = run_cli(argv, capsys)
+        assert code == 0, err
+    for d, extra in ((camp, []), (sel, ["--predictions", tmp_path / "o.npy"])):
+        rows = np.loadtxt(d / "to_label.csv", delimiter=",", skiprows=1, usecols=1, dtype=int)
+        targets = preds[rows].astype(np.float64)
+        targets[2] = 1e200
+        (d / "t.csv").write_text(
+            "row,target\n"
+            + "".join(f"{r},{float(t)!r}\n" for r, t in zip(rows, targets, strict=True))
+        )
+        code, _, err = run_cli(["estimate", d, "--labels", d / "t.csv", *extra], capsys)
+        assert code == 2
+        assert f"--labels: target of row {rows[2]} is 1e+200, above 1e+150 in magnitude" in err

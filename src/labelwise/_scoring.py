@@ -16,13 +16,13 @@ from numpy.typing import NDArray
 
 from ._chunks import pick_rows
 from ._results import Selection
-from ._validation import check_classes_in_range, check_probabilities
+from ._validation import MAX_MAGNITUDE, check_classes_in_range, check_probabilities
 from .estimation import correctness, regression_scores
 from .exceptions import LabelwiseError
 from .io import load_array, shell_arg
 from .workspace import Workspace
 
-__all__ = ["selection_predictions", "selection_scores"]
+__all__ = ["check_regression_magnitude", "selection_predictions", "selection_scores"]
 
 
 def selection_predictions(
@@ -57,6 +57,25 @@ def selection_predictions(
     return picked, flag
 
 
+def check_regression_magnitude(
+    rows: NDArray[Any], predictions: NDArray[Any], targets: NDArray[Any], flag: str
+) -> None:
+    """A target or prediction above :data:`MAX_MAGNITUDE` (its squared error overflows):
+    an error naming the pile row. :func:`regression_scores` names only the position in the
+    labelled rows ("got a larger value at position 0"), which no file shows."""
+    for what, arr in (("--labels: target", targets), (f"{flag}: prediction", predictions)):
+        values = np.asarray(arr, dtype=np.float64).reshape(len(rows), -1)
+        big = np.flatnonzero((np.abs(values) > MAX_MAGNITUDE).any(axis=1))
+        if big.size:
+            i = int(big[0])
+            value = float(values[i][np.abs(values[i]) > MAX_MAGNITUDE][0])
+            raise LabelwiseError(
+                f"{what} of row {int(rows[i])} is {value:g}, above "
+                f"{MAX_MAGNITUDE:g} in magnitude (its squared error would not fit a float64); "
+                "is it in other units? Rescale the targets and the model's outputs alike"
+            )
+
+
 def selection_scores(
     ws: Workspace,
     sel: Selection,
@@ -83,6 +102,7 @@ def selection_scores(
                 "give a 'label' column with the true class; for regression give --predictions "
                 "with the model's outputs"
             )
+        check_regression_magnitude(sel.indices, picked, values, flag)
         return regression_scores(picked, values), "1-MSE"
     if picked.ndim == 2:
         check_probabilities(picked, flag)

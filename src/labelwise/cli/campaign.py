@@ -26,6 +26,7 @@ from .. import __version__
 from .._chunks import check_rows, pick_rows, raise_if_nonfinite
 from .._json import dumps
 from .._results import Estimate
+from .._scoring import check_regression_magnitude
 from .._validation import check_classes_in_range
 from ..campaign import Campaign
 from ..campaign.campaign import METHODS, UNUSED_STRATA_WARNING
@@ -519,6 +520,7 @@ def _scores(
     if rows.size == 0:
         return np.zeros(0)
     picked = pick_rows(preds, rows)
+    check_regression_magnitude(rows, picked, values, "--predictions")
     return regression_scores(picked, values)
 
 
