@@ -425,3 +425,24 @@ def test_a_huge_regression_target_names_its_row(
         code, _, err = run_cli(["estimate", d, "--labels", d / "t.csv", *extra], capsys)
         assert code == 2
         assert f"--labels: target of row {rows[2]} is 1e+200, above 1e+150 in magnitude" in err
+
+
+def test_image_preprocessing_mistakes_name_their_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'capture --mean 0.5,0.5' (two values for RGB) said 'image mean must be 1 or 3 (channels)
+    finite numbers', naming no flag; so did --std 0,1,1 and --scale. Each now names its flag."""
+    pytest.importorskip("PIL")
+    from PIL import Image
+
+    (tmp_path / "imgs").mkdir()
+    Image.new("RGB", (4, 4)).save(tmp_path / "imgs" / "a.png")
+    argv = ["capture", "--model", tmp_path / "none.pt", "--inputs", tmp_path / "imgs",
+            "--out", tmp_path / "cap"]  # fmt: skip
+    for extra, said in (
+        (["--mean", "0.5,0.5"], "image mean (CLI: --mean) must be 1 or 3 (channels)"),
+        (["--std", "0,1,1"], "image std (CLI: --std) must be positive"),
+        (["--scale", "0"], "image scale (CLI: --scale) must be a positive finite number"),
+    ):
+        code, _, err = run_cli([*argv, *extra], capsys)
+        assert code == 2 and said in err, err

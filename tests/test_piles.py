@@ -620,7 +620,9 @@ def test_python_callers_are_told_the_parameter_not_only_the_cli_flag(tmp_path: P
 def test_an_image_scale_that_is_not_positive_is_refused(scale: float) -> None:
     """ImageSpec(scale=0) made every image zeros, scale=-1/255 negated every pixel, both
     without a word (every row the same, or inverted, fed to the model)."""
-    with pytest.raises(LabelwiseError, match=r"image scale must be a positive finite number"):
+    with pytest.raises(
+        LabelwiseError, match=r"image scale \(CLI: --scale\) must be a positive finite number"
+    ):
         ImageSpec(scale=scale)
 
 

@@ -83,12 +83,15 @@ class ImageSpec:
                 )
             object.__setattr__(self, "size", (int(size[0]), int(size[1])))
         if self.channels not in (1, 3):
-            raise LabelwiseError(f"image channels must be 1 or 3, got {self.channels!r}")
+            raise LabelwiseError(
+                f"image channels (CLI: --channels) must be 1 or 3, got {self.channels!r}"
+            )
         if not (
             isinstance(self.scale, int | float) and math.isfinite(self.scale) and self.scale > 0
         ):
             raise LabelwiseError(
-                f"image scale must be a positive finite number (pixel * scale), got {self.scale!r}"
+                f"image scale (CLI: --scale) must be a positive finite number (pixel * scale), "
+                f"got {self.scale!r}"
             )
         if self.layout not in _LAYOUTS:
             raise LabelwiseError(f"image layout must be one of {_LAYOUTS}, got {self.layout!r}")
@@ -99,11 +102,11 @@ class ImageSpec:
             vals = tuple(float(v) for v in value)
             if len(vals) not in (1, self.channels) or not all(math.isfinite(v) for v in vals):
                 raise LabelwiseError(
-                    f"image {name} must be 1 or {self.channels} (channels) finite numbers, "
-                    f"got {value!r}"
+                    f"image {name} (CLI: --{name}) must be 1 or {self.channels} (channels) finite "
+                    f"numbers, got {value!r}"
                 )
             if name == "std" and any(v <= 0 for v in vals):
-                raise LabelwiseError(f"image std must be positive, got {value!r}")
+                raise LabelwiseError(f"image std (CLI: --std) must be positive, got {value!r}")
             object.__setattr__(self, name, vals)
 
     def to_dict(self) -> dict[str, Any]:
