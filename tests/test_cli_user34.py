@@ -446,3 +446,35 @@ def test_image_preprocessing_mistakes_name_their_flags(
     ):
         code, _, err = run_cli([*argv, *extra], capsys)
         assert code == 2 and said in err, err
+
+
+def test_a_campaign_on_a_classifiers_predicted_classes_points_to_its_probabilities(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'campaign c --activations cap/activations.npy --predictions cap/predictions.npy' of a
+    classifier's capture (predicted classes beside probabilities.npy) started 'an srs (auto)
+    regression campaign', scoring 1 - (class difference)^2, and refused every class label
+    later. It is now refused, naming --probs cap/probabilities.npy; nothing is written. A
+    regression capture's predictions still start a regression campaign."""
+    from synthetic import classifier_pile
+
+    _, acts, probs = classifier_pile(np.random.default_rng(0), 80, 3, 5)
+    cap = tmp_path / "cap"
+    cap.mkdir()
+    np.save(cap / "activations.npy", acts.astype(np.float32))
+    np.save(cap / "probabilities.npy", probs.astype(np.float32))
+    np.save(cap / "predictions.npy", probs.argmax(axis=1).astype(np.int64))
+    argv = ["campaign", tmp_path / "c", "--activations", cap / "activations.npy"]
+    code, _, err = run_cli([*argv, "--predictions", cap / "predictions.npy"], capsys)
+    assert code == 2
+    assert "holds a classifier's predicted classes" in err
+    assert f"--probs {cap / 'probabilities.npy'}" in err
+    assert not (tmp_path / "c").exists()
+    reg = tmp_path / "reg"
+    reg.mkdir()
+    np.save(reg / "activations.npy", acts.astype(np.float32))
+    np.save(reg / "predictions.npy", acts[:, 0].astype(np.float32))
+    code, out, err = run_cli(["campaign", tmp_path / "r", "--activations",
+                              reg / "activations.npy", "--predictions",
+                              reg / "predictions.npy"], capsys)  # fmt: skip
+    assert code == 0 and "regression campaign" in out, err

@@ -150,6 +150,22 @@ def _refuse_raw_classifier(ws: Workspace) -> None:
         )
 
 
+def _refuse_class_predictions(path: Path, preds: Any) -> None:
+    """--predictions CAP/predictions.npy of a classifier's capture (its predicted classes,
+    integers, beside CAP/probabilities.npy): the campaign started as a regression campaign on
+    the class numbers (1 - squared difference of classes), and later refused every class
+    label. Refused, naming the probabilities to give instead."""
+    probs = path.parent / "probabilities.npy"
+    if np.dtype(preds.dtype).kind not in "iu" or not probs.is_file():
+        return
+    raise LabelwiseError(
+        f"--predictions {path} holds a classifier's predicted classes (integers, beside "
+        f"{probs}); a campaign on a classifier takes its probabilities: --probs "
+        f"{shell_arg(probs)}. --predictions is a regression model's outputs "
+        "('labelwise capture --head raw' writes them to outputs.npy)"
+    )
+
+
 def cmd_campaign(args: argparse.Namespace) -> int:
     ws = Workspace.create(args.dir, force=args.force, what="DIR", kind="campaign")
     ws.seed = args.seed if args.seed is not None else fresh_seed()
@@ -178,6 +194,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
                 "classification campaign predicts the argmax of --probs"
             )
         preds = ws.add_source("predictions", args.predictions, "--predictions")
+        _refuse_class_predictions(Path(args.predictions), preds)
         _check_streamed(preds, "--predictions", ndim=(1, 2))
         _same_rows(preds, n, "--predictions")
     n_classes = None if probs is None else int(probs.shape[1])
