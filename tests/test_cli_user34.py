@@ -478,3 +478,27 @@ def test_a_campaign_on_a_classifiers_predicted_classes_points_to_its_probabiliti
                               reg / "activations.npy", "--predictions",
                               reg / "predictions.npy"], capsys)  # fmt: skip
     assert code == 0 and "regression campaign" in out, err
+
+
+def test_predicted_classes_given_as_probs_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'select --method css --probs cap/predictions.npy' of a binary classifier (classes 0
+    and 1) took the classes for confidences: 'css: 10 rows selected', strata by the predicted
+    class, without a word. Integer --probs are now refused, naming probabilities.npy; float
+    confidences are still taken."""
+    from synthetic import classifier_pile
+
+    _, _, probs = classifier_pile(np.random.default_rng(0), 100, 2, 5)
+    cap = tmp_path / "cap"
+    cap.mkdir()
+    np.save(cap / "probabilities.npy", probs.astype(np.float32))
+    np.save(cap / "predictions.npy", probs.argmax(axis=1).astype(np.int64))
+    np.save(cap / "conf.npy", probs.max(axis=1).astype(np.float32))
+    argv = ["select", "--method", "css", "--budget", "10", "--out", tmp_path / "s", "--probs"]
+    code, _, err = run_cli([*argv, cap / "predictions.npy"], capsys)
+    assert code == 2 and "holds integers (int64): predicted classes, not confidences" in err
+    assert f"--probs {cap / 'probabilities.npy'}" in err
+    assert not (tmp_path / "s").exists()
+    code, _, err = run_cli([*argv, cap / "conf.npy"], capsys)
+    assert code == 0, err

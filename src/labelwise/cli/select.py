@@ -17,6 +17,7 @@ from .._params import Param
 from .._results import Selection
 from .._validation import check_budget
 from ..exceptions import LabelwiseError
+from ..io import shell_arg
 from ..sampling import extend
 from ..workspace import Workspace
 from ._common import (
@@ -172,6 +173,8 @@ def cmd_select(args: argparse.Namespace) -> int:
             arrays["probs"] = ws.add_source("probs", found, "--probs")
     if "predictions" in arrays:
         check_model_stack(arrays["predictions"], "--predictions", path=args.predictions)
+    if "probs" in arrays:
+        _refuse_integer_confidences(arrays["probs"], ws.source_path("probs"))
     if "probs" in arrays and method.data != "probs":
         # values outside [0, 1]: not confidences
         check_probs_beside(arrays["probs"], arrays.get("activations"))
@@ -275,6 +278,22 @@ def _data(
     if method.data == "probs":
         check_probabilities(arr, flag)
     return arr
+
+
+def _refuse_integer_confidences(probs: np.ndarray, path: Path) -> None:
+    """(N,) --probs of integers: a binary classifier's predicted classes (capture's
+    predictions.npy), 0 and 1, were taken as confidences, and CSS stratified by the class
+    instead of the confidence without a word. Refused, naming probabilities.npy beside it
+    when there is one."""
+    if probs.ndim != 1 or np.dtype(probs.dtype).kind not in "iub":
+        return
+    beside = path.parent / "probabilities.npy"
+    hint = f": --probs {shell_arg(beside)}" if beside.is_file() and beside != path else ""
+    raise LabelwiseError(
+        f"--probs {path} holds integers ({probs.dtype}): predicted classes, not confidences; "
+        f"give the model's (N, C) class probabilities{hint}, or (N,) confidences in [0, 1] "
+        "as floats"
+    )
 
 
 def _check_extend_arrays(args: argparse.Namespace, ws: Workspace) -> None:
