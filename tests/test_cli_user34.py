@@ -502,3 +502,31 @@ def test_predicted_classes_given_as_probs_are_refused(
     assert not (tmp_path / "s").exists()
     code, _, err = run_cli([*argv, cap / "conf.npy"], capsys)
     assert code == 0, err
+
+
+def test_to_label_csv_given_as_the_labels_says_to_add_a_label_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'estimate sel --labels sel/to_label.csv' (the list of rows, not yet labelled) said
+    'needs exactly one of the columns 'label' (or 'class': class names), 'target' or
+    'score', got ['order', 'row', 'id', 'new']'. It now says the file is the list of rows to
+    label and how to add the labels; the same file with a label column is read."""
+    from synthetic import classifier_pile
+
+    y, acts, probs = classifier_pile(np.random.default_rng(0), 60, 3, 5)
+    np.save(tmp_path / "a.npy", acts.astype(np.float32))
+    np.save(tmp_path / "p.npy", probs.astype(np.float32))
+    sel = tmp_path / "sel"
+    code, _, err = run_cli(["select", "--method", "srs", "--budget", "6", "--activations",
+                            tmp_path / "a.npy", "--probs", tmp_path / "p.npy", "--out", sel],
+                           capsys)  # fmt: skip
+    assert code == 0, err
+    code, _, err = run_cli(["estimate", sel, "--labels", sel / "to_label.csv"], capsys)
+    assert code == 2
+    assert "is a to_label.csv, the list of rows to label (order,row,id,new)" in err
+    assert "add a 'label' column" in err
+    lines = (sel / "to_label.csv").read_text().splitlines()
+    labelled = [f"{ln},{y[int(ln.split(',')[1])]}\n" for ln in lines[1:]]
+    (tmp_path / "done.csv").write_text(lines[0] + ",label\n" + "".join(labelled))
+    code, out, err = run_cli(["estimate", sel, "--labels", tmp_path / "done.csv"], capsys)
+    assert code == 0 and "from 6 labelled rows" in out, err

@@ -494,6 +494,13 @@ def read_labels_csv(
     kinds = [k for k in ("label", "target", "score") if k in cols]
     if not kinds and i_class is not None:
         kinds = ["label"]
+    if not kinds and i_class is None and {"order", "new"} <= set(cols):
+        raise LabelwiseError(
+            f"{what}: {p} is a to_label.csv, the list of rows to label (order,row,id,new), "
+            "with no labels in it: add a 'label' column with each row's true class (a number "
+            "or a class name; 'target' for regression), e.g. in a spreadsheet, and give that "
+            "file; or label the rows with 'labelwise label DIR'"
+        )
     if len(kinds) != 1 or (i_class is not None and kinds != ["label"]):
         raise LabelwiseError(
             f"{what}: {p} needs exactly one of the columns 'label' (or 'class': class names), "
