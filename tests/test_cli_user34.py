@@ -530,3 +530,44 @@ def test_to_label_csv_given_as_the_labels_says_to_add_a_label_column(
     (tmp_path / "done.csv").write_text(lines[0] + ",label\n" + "".join(labelled))
     code, out, err = run_cli(["estimate", sel, "--labels", tmp_path / "done.csv"], capsys)
     assert code == 0 and "from 6 labelled rows" in out, err
+
+
+def test_export_of_an_extended_selection_sends_only_the_rows_without_a_label(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After 'select --extend sel --budget 4' on a selection of 6 labelled rows, 'export sel'
+    wrote 10 Label Studio tasks: the 6 labelled rows went to be labelled again with the 4
+    new ones. It now writes the 4 rows without a label (and says how many it left out); the
+    import of their answers completes labels.csv, and a selection labelled to the last row
+    has nothing to export."""
+    from synthetic import classifier_pile
+
+    y, acts, probs = classifier_pile(np.random.default_rng(0), 60, 3, 5)
+    np.save(tmp_path / "a.npy", acts.astype(np.float32))
+    np.save(tmp_path / "p.npy", probs.astype(np.float32))
+    sel = tmp_path / "sel"
+    code, _, err = run_cli(["select", "--method", "srs", "--budget", "6", "--activations",
+                            tmp_path / "a.npy", "--probs", tmp_path / "p.npy", "--out", sel],
+                           capsys)  # fmt: skip
+    assert code == 0, err
+    first = np.loadtxt(sel / "to_label.csv", delimiter=",", skiprows=1, usecols=1, dtype=int)
+    (sel / "labels.csv").write_text("row,label\n" + "".join(f"{r},{y[r]}\n" for r in first))
+    code, _, err = run_cli(["select", "--extend", sel, "--budget", "4"], capsys)
+    assert code == 0, err
+    code, out, err = run_cli(["export", sel], capsys)
+    assert code == 0, err
+    assert "wrote 4 Label Studio tasks" in out and "left out 6 selected rows" in out
+    tasks = json.loads((sel / "label-studio-tasks.json").read_text())
+    new = [t["data"]["labelwise_row"] for t in tasks]
+    assert not set(new) & set(first.tolist()) and len(set(new)) == 4
+    answers = [{"id": i, "data": t["data"], "annotations": [{"result": [
+        {"from_name": "label", "to_name": "text", "type": "choices",
+         "value": {"choices": [str(y[t["data"]["labelwise_row"]])]}}]}]}
+        for i, t in enumerate(tasks)]  # fmt: skip
+    (tmp_path / "export.json").write_text(json.dumps(answers))
+    code, _, err = run_cli(["import", sel, tmp_path / "export.json"], capsys)
+    assert code == 0, err
+    code, out, err = run_cli(["estimate", sel, "--labels", sel / "labels.csv"], capsys)
+    assert code == 0 and "from 10 labelled rows" in out, err
+    code, _, err = run_cli(["export", sel], capsys)
+    assert code == 2 and "every selected row has a label" in err

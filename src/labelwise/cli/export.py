@@ -112,8 +112,36 @@ def check_classification(ws: Workspace, held: str, directory: Path) -> None:
         )
 
 
+def _unlabelled(directory: Path, rows: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
+    """A selection's rows without a label in ``DIR/labels.csv`` (all of them when there is
+    none, or it cannot be read: the estimate's errors say why), and how many were left out.
+    Before, every selected row was exported: after 'select --extend DIR --budget 20' the 100
+    labelled rows went to Label Studio again with the 20 new ones."""
+    labels = directory / "labels.csv"
+    if not labels.is_file():
+        return rows, 0
+    ws, sel = Workspace.open(directory)
+    try:
+        _, have = ws.selected_labels(labels, sel)
+    except LabelwiseError:
+        return rows, 0
+    keep = np.asarray([r for r in rows.tolist() if r not in have], dtype=np.int64)
+    return keep, int(rows.size - keep.size)
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     held, rows = rows_to_label(args.dir)
+    done = 0
+    if held == "selection":
+        rows, done = _unlabelled(args.dir, rows)
+        if rows.size == 0:
+            raise LabelwiseError(
+                f"DIR {args.dir}: every selected row has a label in "
+                f"{args.dir / 'labels.csv'}, nothing is left to export; its estimate: "
+                f"'labelwise estimate {shell_arg(args.dir)} --labels "
+                f"{shell_arg(args.dir / 'labels.csv')}'; more rows: 'labelwise select --extend "
+                f"{shell_arg(args.dir)} --budget N'"
+            )
     if rows.size == 0:
         if held == "campaign" and _every_row_proposed(args.dir):
             # 'run labelwise next' sent the user to a command that says nothing is left
@@ -174,6 +202,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     what = "image" if "image" in tasks[0]["data"] else "text"
     pre = " with the model's class as a pre-annotation" if "predictions" in tasks[0] else ""
     print(f"wrote {len(tasks)} Label Studio tasks ({what}{pre}) for the {held} in {args.dir}")
+    if done:
+        print(f"  left out {done} selected rows already labelled in {args.dir / 'labels.csv'}")
     print(f"  tasks:  {tasks_path}")
     if config_path is not None:
         print(f"  config: {config_path} (paste into the project's Labeling Interface, Code)")
