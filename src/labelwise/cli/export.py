@@ -27,7 +27,8 @@ def add_parser(sub: Any) -> None:
         help="write the rows to label as Label Studio tasks (and its labeling config)",
         description=(
             "Write the rows to label as a Label Studio task file: for a campaign the rows "
-            "proposed and not yet labelled, for a selection the rows of DIR/to_label.csv. "
+            "proposed and not yet labelled, for a selection the rows of DIR/to_label.csv "
+            "without a label in DIR/labels.csv. "
             "Each task's data holds the image (image piles: a path or URL under the pile's "
             "image root) or the row's values as text, and the row number; its predictions "
             "hold the model's class as a pre-annotation. Beside the task file goes the "
