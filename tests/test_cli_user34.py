@@ -571,3 +571,33 @@ def test_export_of_an_extended_selection_sends_only_the_rows_without_a_label(
     assert code == 0 and "from 10 labelled rows" in out, err
     code, _, err = run_cli(["export", sel], capsys)
     assert code == 2 and "every selected row has a label" in err
+
+
+def test_a_regression_campaign_without_outputs_names_the_captures_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A regression campaign started with --score-floor only: its first estimate said
+    '--predictions is required: the campaign has no regression outputs recorded', naming no
+    file; a selection's estimate names the capture's outputs.npy. The campaign's now does."""
+    rng = np.random.default_rng(0)
+    cap = tmp_path / "cap"
+    cap.mkdir()
+    np.save(cap / "activations.npy", rng.normal(size=(40, 3)).astype(np.float32))
+    outputs = rng.normal(size=40).astype(np.float32)
+    np.save(cap / "outputs.npy", outputs)
+    (cap / "capture.json").write_text(json.dumps({"head": "raw", "rows": 40}))
+    camp = tmp_path / "camp"
+    for argv in (
+        ["campaign", camp, "--activations", cap / "activations.npy", "--score-floor", "-3"],
+        ["next", camp, "--batch", "4"],
+    ):
+        code, _, err = run_cli(argv, capsys)
+        assert code == 0, err
+    rows = np.loadtxt(camp / "to_label.csv", delimiter=",", skiprows=1, usecols=1, dtype=int)
+    (camp / "t.csv").write_text("row,target\n" + "".join(f"{r},0.5\n" for r in rows))
+    code, _, err = run_cli(["estimate", camp, "--labels", camp / "t.csv"], capsys)
+    assert code == 2
+    assert f"give --predictions {(cap / 'outputs.npy').resolve()}" in err
+    code, out, err = run_cli(["estimate", camp, "--labels", camp / "t.csv", "--predictions",
+                              cap / "outputs.npy"], capsys)  # fmt: skip
+    assert code == 0 and "1-MSE" in out, err
