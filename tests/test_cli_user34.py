@@ -601,3 +601,28 @@ def test_a_regression_campaign_without_outputs_names_the_captures_file(
     code, out, err = run_cli(["estimate", camp, "--labels", camp / "t.csv", "--predictions",
                               cap / "outputs.npy"], capsys)  # fmt: skip
     assert code == 0 and "1-MSE" in out, err
+
+
+def test_the_transposed_predictions_command_writes_beside_the_file_not_over_preds_npy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Predictions saved (inputs, models) got the advice np.save('preds.npy', ...): pasted in
+    a project folder that already held a preds.npy (another model zoo's), it overwrote it.
+    The advice now writes <stem>_models_first.npy beside the given file; pasted, it gives
+    the array select takes, and the other preds.npy is untouched."""
+    rng = np.random.default_rng(0)
+    preds = rng.integers(0, 3, size=(4, 30))
+    np.save(tmp_path / "zoo_T.npy", preds.T.copy())
+    np.save(tmp_path / "preds.npy", np.zeros((2, 30), dtype=np.int64))
+    before = (tmp_path / "preds.npy").read_bytes()
+    argv = ["select", "--method", "cppi", "--budget", "5", "--out", tmp_path / "s"]
+    code, _, err = run_cli([*argv, "--predictions", tmp_path / "zoo_T.npy"], capsys)
+    assert code == 2
+    target = tmp_path / "zoo_T_models_first.npy"
+    assert f"np.save('{target}', np.swapaxes(np.load('{tmp_path / 'zoo_T.npy'}'), 0, 1))" in err
+    assert "'preds.npy'" not in err
+    np.save(target, np.swapaxes(np.load(tmp_path / "zoo_T.npy"), 0, 1))  # what it says to run
+    np.testing.assert_array_equal(np.load(target), preds)
+    assert (tmp_path / "preds.npy").read_bytes() == before
+    code, _, err = run_cli([*argv, "--predictions", target], capsys)
+    assert code == 0, err

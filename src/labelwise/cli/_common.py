@@ -73,10 +73,17 @@ def check_model_stack(preds: Any, flag: str, n_rows: int | None = None, path: An
     if len(shape) in (2, 3) and shape[0] > shape[1] and shape[0] == (n_rows or shape[0]):
         # (N, M) as pandas or a list of per-input rows gives it: more models than inputs
         axes = "(models, inputs)" if len(shape) == 2 else "(models, inputs, classes)"
+        # a new file beside the given one: 'preds.npy' overwrote whatever the user had there
+        # (often another predictions file of the same project) when the line was pasted
+        target = (
+            "preds_models_first.npy"
+            if path is None
+            else str(Path(path).with_name(f"{Path(path).stem}_models_first.npy"))
+        )
         raise LabelwiseError(
             f"{head}: {shape[0]} models of {shape[1]} inputs each, more models than inputs; "
             f'is it transposed? save it as {axes}: python -c "import numpy as np; '
-            f"np.save('preds.npy', np.swapaxes(np.load('{path or 'FILE'}'), 0, 1))\""
+            f"np.save('{target}', np.swapaxes(np.load('{path or 'FILE'}'), 0, 1))\""
         )
     if len(shape) not in (2, 3) or (n_rows is not None and shape[1] != n_rows):
         raise LabelwiseError(head)
