@@ -583,12 +583,21 @@ def test_a_regression_campaign_without_outputs_names_the_captures_file(
     cap = tmp_path / "cap"
     cap.mkdir()
     np.save(cap / "activations.npy", rng.normal(size=(40, 3)).astype(np.float32))
-    outputs = rng.normal(size=40).astype(np.float32)
+    outputs = rng.uniform(-1, 1, size=40).astype(np.float32)  # 1 - (o - 0.5)^2 >= -1.25
     np.save(cap / "outputs.npy", outputs)
     (cap / "capture.json").write_text(json.dumps({"head": "raw", "rows": 40}))
     camp = tmp_path / "camp"
     for argv in (
-        ["campaign", camp, "--activations", cap / "activations.npy", "--score-floor", "-3"],
+        [
+            "campaign",
+            camp,
+            "--activations",
+            cap / "activations.npy",
+            "--score-floor",
+            "-3",
+            "--seed",
+            "0",
+        ],
         ["next", camp, "--batch", "4"],
     ):
         code, _, err = run_cli(argv, capsys)
@@ -626,3 +635,4 @@ def test_the_transposed_predictions_command_writes_beside_the_file_not_over_pred
     assert (tmp_path / "preds.npy").read_bytes() == before
     code, _, err = run_cli([*argv, "--predictions", target], capsys)
     assert code == 0, err
+
