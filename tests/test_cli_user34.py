@@ -636,3 +636,35 @@ def test_the_transposed_predictions_command_writes_beside_the_file_not_over_pred
     code, _, err = run_cli([*argv, "--predictions", target], capsys)
     assert code == 0, err
 
+
+def test_token_ids_outside_the_embedding_say_which_ids_the_model_has(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A text model (first layer nn.Embedding(10, 4)) given ids up to 29 said only
+    'IndexError: index out of range in self'. It now names the table's 10 ids and the
+    range the rows hold; ids in range are captured."""
+    torch = pytest.importorskip("torch")
+
+    class Tok(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = torch.nn.Embedding(10, 4)
+            self.fc1 = torch.nn.Linear(4, 8)
+            self.fc2 = torch.nn.Linear(8, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc2(torch.relu(self.fc1(self.emb(x).mean(1))))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript is deprecated
+        torch.jit.save(torch.jit.script(Tok().eval()), str(tmp_path / "m.pt"))
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "big.npy", rng.integers(0, 30, size=(12, 5)))
+    np.save(tmp_path / "ok.npy", rng.integers(0, 10, size=(12, 5)))
+    argv = ["capture", "--model", tmp_path / "m.pt", "--out", tmp_path / "cap", "--inputs"]
+    code, _, err = run_cli([*argv, tmp_path / "big.npy"], capsys)
+    assert code == 2
+    high = int(np.load(tmp_path / "big.npy").max())
+    assert f"nn.Embedding of 10 ids (0 to 9) but these rows hold ids from 0 to {high}" in err
+    code, _, err = run_cli([*argv, tmp_path / "ok.npy"], capsys)
+    assert code == 0, err

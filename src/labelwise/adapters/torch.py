@@ -1486,7 +1486,7 @@ class _Runner:
             f"the model failed on inputs of shape {tuple(x.shape)} (rows first, dtype "
             f"{str(x.dtype).removeprefix('torch.')}){wanted}: {type(exc).__name__}: "
             f"{_short(exc)}{_no_channel_axis(self.model, tuple(x.shape))}"
-            f"{_channels_moved(self.model, tuple(x.shape))}"
+            f"{_channels_moved(self.model, tuple(x.shape))}{_ids_out_of_range(self.model, x)}"
         )
 
     # one batch -----------------------------------------------------------------------
@@ -1608,6 +1608,29 @@ def _no_channel_axis(model: torch.nn.Module, shape: tuple[int, ...]) -> str:
                     "the pile with one, np.save(FILE, x[:, None])"
                 )
             return ""
+        if next(iter(module.parameters(recurse=False)), None) is not None:
+            return ""
+    return ""
+
+
+def _ids_out_of_range(model: torch.nn.Module, x: torch.Tensor) -> str:
+    """When the first parameterised layer is an ``nn.Embedding`` of ``n`` entries and the
+    integer inputs hold an id outside ``[0, n)``: says so (PyTorch's own message, 'index out
+    of range in self', names neither the ids nor the table's size); else ``""``."""
+    for _, module in model.named_modules():
+        kind = getattr(module, "original_name", None) or type(module).__name__
+        if kind == "Embedding":
+            n = getattr(module, "num_embeddings", None)
+            if not isinstance(n, int) or x.dtype.is_floating_point or x.numel() == 0:
+                return ""
+            low, high = int(x.min()), int(x.max())
+            if low >= 0 and high < n:
+                return ""
+            return (
+                f"; the first layer is an nn.Embedding of {n} ids (0 to {n - 1}) but these "
+                f"rows hold ids from {low} to {high}: were they numbered with another "
+                "vocabulary (or is the padding id -1)?"
+            )
         if next(iter(module.parameters(recurse=False)), None) is not None:
             return ""
     return ""
