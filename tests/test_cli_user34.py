@@ -668,3 +668,26 @@ def test_token_ids_outside_the_embedding_say_which_ids_the_model_has(
     assert f"nn.Embedding of 10 ids (0 to 9) but these rows hold ids from 0 to {high}" in err
     code, _, err = run_cli([*argv, tmp_path / "ok.npy"], capsys)
     assert code == 0, err
+
+
+def test_rank_labels_of_a_class_no_model_predicts_name_the_cli_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """rank with a label no model predicts ended 'pass n_classes= if a class is never
+    predicted': a Python argument the CLI user cannot pass (user34's leftover). The message
+    now names --classes FILE."""
+    preds = np.random.default_rng(0).integers(0, 3, size=(3, 60))
+    np.save(tmp_path / "preds.npy", preds)
+    sel = tmp_path / "sel"
+    code, _, err = run_cli(
+        ["select", "--method", "cppi", "--budget", 10, "--seed", 1, "--predictions",
+         tmp_path / "preds.npy", "--out", sel],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    rows = [int(line.split(",")[1]) for line in (sel / "to_label.csv").read_text().split()[1:]]
+    labels = "".join(f"{r},{3 if i == 0 else 1}\n" for i, r in enumerate(rows))
+    (tmp_path / "labels.csv").write_text("row,label\n" + labels)
+    code, _, err = run_cli(["rank", sel, "--labels", tmp_path / "labels.csv"], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert "--classes FILE" in err.splitlines()[0], err

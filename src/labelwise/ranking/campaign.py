@@ -633,7 +633,7 @@ class RankingCampaign:
             "labels",
             rows=r,
             why="n_classes={n}",
-            hint="pass n_classes= if a class is never predicted",
+            hint="pass n_classes= (CLI: --classes FILE) if a class is never predicted",
         )
         for x, y in zip(r.tolist(), lab.tolist(), strict=True):
             self._rows.append(x)
