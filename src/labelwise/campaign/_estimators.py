@@ -104,6 +104,40 @@ def fit_surrogate(
     return oof, coefs.mean(axis=0)
 
 
+def knn_predict(
+    train_x: NDArray[np.float64], train_y: NDArray[np.float64], query: NDArray[np.float64], k: int
+) -> NDArray[np.float64]:
+    """Mean score of the ``k`` nearest training rows (Euclidean) of every query row, by
+    blocks of 4,096 query rows (brute force: the training set holds at most a few hundred
+    labels)."""
+    k = min(k, train_y.size)
+    out = np.empty(query.shape[0])
+    sq = np.einsum("ij,ij->i", train_x, train_x)
+    for i in range(0, query.shape[0], 4096):
+        q = query[i : i + 4096]
+        d2 = sq[None, :] - 2 * (q @ train_x.T)
+        idx = np.argpartition(d2, k - 1, axis=1)[:, :k]
+        out[i : i + 4096] = train_y[idx].mean(axis=1)
+    return out
+
+
+def knn_cross_fit(
+    features: NDArray[np.float64],
+    y: NDArray[np.float64],
+    folds: NDArray[np.integer],
+    n_folds: int,
+    k: int,
+) -> NDArray[np.float64]:
+    """Out-of-fold k-nearest-neighbour prediction of every labelled row's score (row i's
+    from the labels outside its fold)."""
+    oof = np.empty(y.size)
+    for f in range(n_folds):
+        test = folds == f
+        if test.any():
+            oof[test] = knn_predict(features[~test], y[~test], features[test], k)
+    return oof
+
+
 def surrogate_min_labels(n_features: int, n_folds: int) -> int:
     """Labels from which :func:`fit_surrogate` fits when the folds are balanced: every
     training set of (K - 1) / K of them holds ``LABELS_PER_COEF`` (p + 1)."""
