@@ -750,3 +750,15 @@ def test_an_export_into_a_read_only_directory_writes_no_task_file_elsewhere(
     assert code == 2 and "Traceback" not in err
     assert list(elsewhere.iterdir()) == []
     assert f"cannot write {d / 'export.state.json'}" in err and "nothing was written" in err
+
+
+def test_import_summary_counts_one_label_and_one_task_in_the_singular() -> None:
+    """'imported 1 labels from 1 Label Studio tasks' (user34): the summary now says '1 label
+    from 1 Label Studio task', and plural counts stay plural."""
+    from labelwise.cli.import_labels import summarize
+    from labelwise.labelstudio import LabelStudioAnswers
+
+    one = summarize(LabelStudioAnswers("JSON", 1, labels={4: 0}), 1, [], ("cat", "dog"))
+    assert one[0] == "imported 1 label from 1 Label Studio task (JSON export)"
+    two = summarize(LabelStudioAnswers("JSON", 2, labels={4: 0, 5: 1}), 2, [], ("cat", "dog"))
+    assert two[0] == "imported 2 labels from 2 Label Studio tasks (JSON export)"

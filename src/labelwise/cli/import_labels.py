@@ -59,8 +59,8 @@ def summarize(
     """The import's report: one summary line, then one line per kind of problem."""
     problems = len(ans.skipped) + len(ans.unknown) + len(ans.ambiguous) + len(outside) + ans.no_row
     lines = [
-        f"imported {used} labels from {ans.n_tasks} Label Studio tasks ({ans.format} export)"
-        + (f"; {_n(problems, 'task')} not used" if problems else "")
+        f"imported {_n(used, 'label')} from {_n(ans.n_tasks, 'Label Studio task')} "
+        f"({ans.format} export)" + (f"; {_n(problems, 'task')} not used" if problems else "")
     ]
     for reason in ("no annotation", "cancelled", "no choice"):
         rows = [r for r, why in ans.skipped if why == reason]
@@ -139,8 +139,9 @@ def check_ids(ws: Workspace, ans: LabelStudioAnswers, export: Path) -> None:
             wrong.append((row, sorted(got)[0], want))
     if wrong:
         r, got_id, want = wrong[0]
+        verb = "carries" if len(wrong) == 1 else "carry"
         raise LabelwiseError(
-            f"EXPORT {export}: {_n(len(wrong), 'task')} of {ans.n_tasks} carry a labelwise_id "
+            f"EXPORT {export}: {_n(len(wrong), 'task')} of {ans.n_tasks} {verb} a labelwise_id "
             f"other than their row's (e.g. row {r}: {got_id!r} in the export, {want!r} here): "
             f"it was exported from another pile, selection or capture; export this directory "
             f"again ('labelwise export {shell_arg(ws.path)}'); nothing written"
