@@ -231,6 +231,26 @@ def test_extreme_single_logits_give_zero_and_one_without_overflow_warnings() -> 
     assert writer.binary_probability is False  # outputs outside [0, 1]: logits
 
 
+def test_infinite_single_logits_give_zero_and_one_and_nan_is_still_an_error() -> None:
+    """A logit of -inf or inf (a float16 logit past 65504, torch.logit of a saturated
+    sigmoid) is p = 0 or 1, as before one output per row was decided over every row; since,
+    the logit was stored first and finish() refused it as 'NaN or infinite outputs'. A NaN
+    output is still refused, naming its row."""
+    from labelwise.adapters._capture import CaptureWriter, head_outputs
+
+    logits = np.array([[-np.inf], [0.0], [np.inf]], dtype=np.float16)
+    with CaptureWriter(3, head="softmax", out=None) as writer:
+        writer.write(0, np.zeros((3, 2)), head_outputs(logits, 3, "softmax"), "x")
+        _, probs = writer.finish("x")
+    np.testing.assert_array_equal(probs, [[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]])
+    assert writer.binary_probability is False
+    for bad in ([[0.2], [np.nan], [0.7]], [[3.0], [np.nan], [np.inf]]):
+        with CaptureWriter(3, head="softmax", out=None) as writer:
+            writer.write(0, np.zeros((3, 2)), head_outputs(np.array(bad), 3, "softmax"), "x")
+            with pytest.raises(LabelwiseError, match=r"NaN or infinite outputs \(first at row 1"):
+                writer.finish("x")
+
+
 def test_select_refuses_probs_outside_zero_one(tmp_path) -> None:
     from labelwise.cli import main
 

@@ -467,7 +467,8 @@ class CaptureWriter:
             )
         if self._binary is not None:
             values = np.asarray(outs, dtype=np.float64)
-            if np.isfinite(values).all() and values.size:
+            # NaN: finish() names its row; +-inf is a logit's (sigmoid: 0 or 1)
+            if values.size and not np.isnan(values).any():
                 self._binary[0] = min(self._binary[0], float(values.min()))
                 self._binary[1] = max(self._binary[1], float(values.max()))
             outs = np.concatenate([np.zeros_like(values), values], axis=1)
@@ -532,14 +533,15 @@ class CaptureWriter:
                 "dataset whose length is the number of rows"
             )
         outputs = self.outputs
+        if self._binary is not None:
+            # before the check: a logit of +-inf (float16 overflow, logit(1.0)) is p = 1 or 0
+            self._binary_probabilities(outputs)
         bad = _first_nonfinite_row(outputs)
         if bad is not None:
             raise LabelwiseError(
                 f"the model produced NaN or infinite outputs (first at row {bad}); "
                 "check the inputs for NaN/inf"
             )
-        if self._binary is not None:
-            self._binary_probabilities(outputs)
         if self.out is None:
             return self.activations, self.outputs
         predictions = self._allocate("predictions.npy", *self._prediction_layout())
@@ -577,14 +579,8 @@ class CaptureWriter:
         low, high = self._binary
         self.binary_probability = low >= 0.0 and high <= 1.0
         for start in range(0, self.n_rows, _CHUNK_ROWS):
-            s = np.asarray(outputs[start : start + _CHUNK_ROWS, 1], dtype=np.float64)
-            if self.binary_probability:
-                p = s
-            else:
-                with np.errstate(over="ignore"):  # exp(-x) overflows to inf for x << 0: p = 0
-                    p = 1.0 / (1.0 + np.exp(-s))
-            outputs[start : start + _CHUNK_ROWS, 0] = 1.0 - p
-            outputs[start : start + _CHUNK_ROWS, 1] = p
+            block = outputs[start : start + _CHUNK_ROWS]
+            block[:] = binary_probabilities(block[:, 1], probability=self.binary_probability)
 
     def _prediction_layout(self) -> tuple[tuple[int, ...], Any]:
         assert self.outputs is not None
@@ -600,6 +596,19 @@ class CaptureWriter:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
         self._temps.clear()
+
+
+def binary_probabilities(values: Any, *, probability: bool) -> NDArray[np.float64]:
+    """``[1 - p, p]``, shape ``(rows, 2)``, of one output per row: ``p = values`` when they
+    are a sigmoid's probabilities of class 1 (``probability``), else ``p = sigmoid(values)``
+    (logits; -inf and inf give 0 and 1, NaN stays NaN)."""
+    s = np.asarray(values, dtype=np.float64).reshape(-1)
+    if probability:
+        p = s
+    else:
+        with np.errstate(over="ignore"):  # exp(-x) overflows to inf for x << 0: p = 0
+            p = 1.0 / (1.0 + np.exp(-s))
+    return np.stack([1.0 - p, p], axis=1)
 
 
 def _new_file_mode() -> int:
