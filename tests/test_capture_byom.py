@@ -334,6 +334,42 @@ def test_dask_blocks_that_disagree_on_probabilities_are_an_error(tmp_path) -> No
         capture_to_zarr(model, path, tmp_path / "cap", rows_per_task=20)
 
 
+def test_dask_blocks_of_one_output_decide_sigmoid_or_logit_over_the_whole_pile(tmp_path) -> None:
+    """A logit model (one output per row) whose first block of 20 rows has logits in [0, 1]:
+    that block took them for a sigmoid's probabilities ([1 - s, s]), the other block for
+    logits ([1 - sigmoid, sigmoid]), and the one-row probe's note said 'taken as a sigmoid's
+    probability' (block 0: |zarr - in memory| up to 0.42). The pile is now decided as a whole,
+    as in memory: the outputs equal the in-memory capture's, and the one note says logit; a
+    sigmoid model stays probabilities."""
+    pytest.importorskip("dask.array")
+    zarr = pytest.importorskip("zarr")
+    from labelwise.adapters.dask_capture import capture_to_zarr
+    from labelwise.adapters.torch import capture
+
+    x = np.zeros((40, 2), dtype=np.float32)
+    x[:20, 0] = np.linspace(0.1, 0.9, 20)  # logits in [0, 1]
+    x[20:, 0] = np.linspace(-3.0, 3.0, 20)
+    path = str(tmp_path / "x.zarr")
+    zarr.open_array(path, mode="w", shape=x.shape, chunks=(20, 2), dtype=x.dtype)[:] = x
+    logit = nn.Sequential(nn.Linear(2, 1))
+    with torch.no_grad():
+        logit[0].weight.copy_(torch.tensor([[1.0, 0.0]]))
+        logit[0].bias.zero_()
+    for name, model, said in (
+        ("logit", logit, "taken as a binary classifier's logit"),
+        ("sig", nn.Sequential(logit, nn.Sigmoid()), "taken as a sigmoid's probability"),
+    ):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = capture_to_zarr(model, path, tmp_path / name, rows_per_task=20)
+            mem = capture(model, x, head="softmax", progress=False)
+        notes = [str(w.message) for w in caught if "one output per row" in str(w.message)]
+        assert len(notes) == 1 and said in notes[0], notes
+        np.testing.assert_allclose(out.outputs[:], mem.outputs, rtol=0, atol=1e-6)  # BLAS
+    s = x[:, 0].astype(np.float64)
+    np.testing.assert_allclose(out.outputs[:, 1], 1 / (1 + np.exp(-s)), rtol=1e-6)
+
+
 # ------------------------------------------------------ notebook models: dicts, extra args
 
 

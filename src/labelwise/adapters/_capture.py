@@ -66,6 +66,10 @@ class Capture:
         ``head="softmax"``: whether the model's outputs already were probabilities (kept as
         they are; decided on the first batch) rather than logits (softmaxed); else ``None``
         (and for one output per row, which is told apart by every row, not the first batch).
+    binary_probability:
+        ``head="softmax"`` and one output per row: whether it lay in [0, 1] on every row and
+        was taken as a sigmoid's probability of class 1 (``True``) or as a logit
+        (``False``); else ``None``.
     """
 
     activations: NDArray[np.float32]
@@ -74,6 +78,7 @@ class Capture:
     head: str
     classes: tuple[str, ...] | None = None
     probabilities_given: bool | None = None
+    binary_probability: bool | None = None
 
     def __repr__(self) -> str:
         named = "" if self.classes is None else f", classes={len(self.classes)}"

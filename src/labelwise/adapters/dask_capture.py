@@ -41,6 +41,7 @@ from .._deps import require
 from .._validation import check_int, check_out_dir
 from ..exceptions import LabelwiseError
 from ..io import new_folders, remove_empty
+from ._capture import binary_probabilities, warn_one_output
 
 __all__ = ["ZarrCapture", "capture_to_zarr"]
 
@@ -83,8 +84,10 @@ def _capture_block(
     batch_size: int,
     acts_path: str,
     outs_path: str,
-) -> tuple[int, int, str, bool | None]:
-    """Capture one block on a worker and write its rows into the output zarr arrays."""
+) -> tuple[int, int, str, bool | None, bool | None]:
+    """Capture one block on a worker and write its rows into the output zarr arrays; returns
+    its rows, layer, and how ``head="softmax"`` took its outputs (``probabilities_given``,
+    ``binary_probability``: decided on this block's rows only)."""
     from . import torch as lw_torch
 
     zarr = require("zarr", "capture to zarr", extra="dask")
@@ -104,11 +107,32 @@ def _capture_block(
     stop = start + x.shape[0]
     zarr.open_array(acts_path, mode="r+")[start:stop] = cap.activations
     zarr.open_array(outs_path, mode="r+")[start:stop] = cap.outputs
-    return start, stop, cap.layer, cap.probabilities_given
+    return start, stop, cap.layer, cap.probabilities_given, cap.binary_probability
 
 
 #: Written into the staging folder by the first block that fails: later blocks skip.
 _FAILED = ".failed"
+
+
+def _one_output_decided(
+    done: list[tuple[int, int, str, bool | None, bool | None]], outs_path: str, zarr: Any
+) -> bool | None:
+    """One output per row (``head="softmax"``): each block took its rows for a sigmoid's
+    probabilities when they all lay in [0, 1], so a logit model's block of logits in [0, 1]
+    was stored as ``[1 - s, s]`` beside blocks of ``[1 - sigmoid, sigmoid]``. The pile is
+    one or the other, as in memory: probabilities only if every block was; the blocks that
+    took their logits for probabilities hold ``s`` itself in column 1 and are made
+    ``[1 - sigmoid(s), sigmoid(s)]``. Returns the pile's decision (None: not one output)."""
+    decided = [(a, b, given) for a, b, _, _, given in done if given is not None]
+    if not decided:
+        return None
+    pile = all(given for _, _, given in decided)
+    if not pile:
+        outs = zarr.open_array(outs_path, mode="r+")
+        for a, b, given in decided:
+            if given:
+                outs[a:b] = binary_probabilities(outs[a:b, 1], probability=False)
+    return pile
 
 
 def _settled_block(*args: Any, acts_path: str, **kwargs: Any) -> Any:
@@ -192,7 +216,9 @@ def capture_to_zarr(
         there are an error).
     layer, head, batch_size:
         As :func:`labelwise.adapters.torch.capture` (``head="softmax"`` decides on the first
-        row whether the outputs already are probabilities; a block that disagrees is an error).
+        row whether the outputs already are probabilities; a block that disagrees is an error;
+        one output per row is a sigmoid's probability when it lies in [0, 1] on every row of
+        the pile, else a logit, as in memory).
     rows_per_task:
         Rows per Dask task and per output zarr chunk (default: the 64 MiB block budget of
         :mod:`labelwise._chunks` over 8 bytes per input, activation and output value of a
@@ -225,8 +251,11 @@ def capture_to_zarr(
     # shapes and the layer from the first row, captured here (cheap)
     first = np.asarray(src[:1])
     _check_block(first, 0, 0, "inputs")
-    # (head None: the probe warns of a model with one output, the blocks take its head)
-    probe = lw_torch.capture(model, first, layer=layer, head=head, batch_size=1, progress=False)
+    # head None is softmax; the note on one output per row waits for every block (one row
+    # cannot tell a sigmoid's probability from a logit)
+    inferred = head is None
+    given = "softmax" if head is None else head
+    probe = lw_torch.capture(model, first, layer=layer, head=given, batch_size=1, progress=False)
     head = probe.head
     n = int(src.shape[0])
     # a block holds its inputs, activations and outputs: the budget covers all three
@@ -270,11 +299,13 @@ def capture_to_zarr(
         for result in settled:
             if result is not None and result[0] == "error":
                 raise result[1]
-        done: list[tuple[int, int, str, bool | None]] = [result[1] for result in settled]
-        layers = {label for _, _, label, _ in done}
+        done: list[tuple[int, int, str, bool | None, bool | None]] = [
+            result[1] for result in settled
+        ]
+        layers = {label for _, _, label, _, _ in done}
         if layers != {probe.layer}:
             raise LabelwiseError(f"blocks captured different layers: {sorted(layers)}")
-        odd = [(a, b) for a, b, _, given in done if given != probe.probabilities_given]
+        odd = [(a, b) for a, b, _, given, _ in done if given != probe.probabilities_given]
         if odd:
             kind = "already probabilities" if probe.probabilities_given else "logits"
             raise LabelwiseError(
@@ -282,6 +313,7 @@ def capture_to_zarr(
                 f"{odd[0][0]}-{odd[0][1] - 1} ({len(odd)} blocks disagree): head='softmax' must "
                 "treat the whole pile one way; pass head='raw' to keep the outputs as they are"
             )
+        binary = _one_output_decided(done, outs_path, zarr)
         for name in (ACTIVATIONS, OUTPUTS):
             os.replace(tmp / name, out / name)
         moved = True
@@ -289,6 +321,8 @@ def capture_to_zarr(
         shutil.rmtree(tmp, ignore_errors=True)
         if not moved:
             remove_empty(created)
+    if inferred and binary is not None:
+        warn_one_output(probability=binary)
     return ZarrCapture(
         activations=zarr.open_array(str(out / ACTIVATIONS), mode="r"),
         outputs=zarr.open_array(str(out / OUTPUTS), mode="r"),

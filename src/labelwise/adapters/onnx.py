@@ -231,6 +231,7 @@ def capture(
         head=head,
         classes=classes,
         probabilities_given=writer.probabilities,
+        binary_probability=writer.binary_probability,
     )
 
 
