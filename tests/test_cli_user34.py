@@ -154,6 +154,26 @@ def test_rows_in_the_other_channel_layout_say_how_to_move_the_axis(
         shutil.rmtree(tmp_path / "cap")
 
 
+def test_images_of_another_size_get_no_advice_to_move_the_channel_axis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A channels-first model (Conv2d(3, ...), then Linear(72, 2) for 8 x 8 images) given
+    (rows, 3, 16, 16) images fails in the Linear ('mat1 and mat2 shapes cannot be
+    multiplied'), not on the channels; the layout advice added for channels-last models
+    still said 'the rows already are channels first (3, 16, 16), so the model's forward
+    rearranges its input ...: np.save(FILE, np.moveaxis(x, 1, -1))', which then fails on
+    the channels. Only a failure on the count of channels gets the advice now."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 2, 3), torch.nn.Flatten(), torch.nn.Linear(72, 2))
+    torch.save(net, str(tmp_path / "m.pt"))
+    np.save(tmp_path / "big.npy", np.zeros((6, 3, 16, 16), dtype=np.float32))
+    code, _, err = run_cli(["capture", "--model", tmp_path / "m.pt", "--inputs",
+                            tmp_path / "big.npy", "--out", tmp_path / "cap"], capsys)  # fmt: skip
+    assert code == 2 and "mat1 and mat2 shapes cannot be multiplied" in err, err
+    assert "moveaxis" not in err and "rearranges" not in err and "channels last" not in err
+
+
 def test_dependability_perturbations_of_a_one_output_model_say_how_to_give_two(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1487,7 +1487,7 @@ class _Runner:
             f"the model failed on inputs of shape {tuple(x.shape)} (rows first, dtype "
             f"{str(x.dtype).removeprefix('torch.')}){wanted}: {type(exc).__name__}: "
             f"{_short(exc)}{_no_channel_axis(self.model, tuple(x.shape))}"
-            f"{_channels_moved(self.model, tuple(x.shape))}{_ids_out_of_range(self.model, x)}"
+            f"{_channels_moved(self.model, tuple(x.shape), exc)}{_ids_out_of_range(self.model, x)}"
         )
 
     # one batch -----------------------------------------------------------------------
@@ -1637,12 +1637,17 @@ def _ids_out_of_range(model: torch.nn.Module, x: torch.Tensor) -> str:
     return ""
 
 
-def _channels_moved(model: torch.nn.Module, shape: tuple[int, ...]) -> str:
-    """When the first layer is a ConvNd taking C channels and the model failed: rows that are
+def _channels_moved(model: torch.nn.Module, shape: tuple[int, ...], exc: BaseException) -> str:
+    """When the first layer is a ConvNd taking C channels and the model failed on a count of
+    channels (PyTorch's "expected input[...] to have C channels, but got ..."): rows that are
     (..., C) channels last are to be moved channels first; rows that already are (C, ...)
     channels first mean the forward rearranges its input before that layer (typically a
     channels-last model, ``x.permute(0, 3, 1, 2)``), where the error's "expects (rows, C, ...)"
-    alone reads as if the rows were right. Says which, and how to move the axis; else ``""``."""
+    alone reads as if the rows were right. Says which, and how to move the axis; else ``""``
+    (another failure, e.g. images of another size failing in a later Linear, is no layout's:
+    channels-first rows were told the forward rearranges its input)."""
+    if not re.search(r"to have \d+ channels", str(exc)):
+        return ""
     for _, module in model.named_modules():
         kind = getattr(module, "original_name", None) or type(module).__name__
         dims = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3}.get(kind)
