@@ -1749,7 +1749,7 @@ def test_near_copy_weights_and_weighted_vote_known_values() -> None:
     """Models within 1 % of k models (themselves included) count 1/k in the vote; none: None
     (the plain vote). The weighted vote against a brute-force count (ties: smallest class),
     with the classes as given and recoded (large labels)."""
-    from labelwise.ranking.campaign import _disagreement_shares, _near_copy_weights, _vote
+    from labelwise.ranking.campaign import _disagreement_shares, _near_copy_weights
 
     gen = np.random.default_rng(0)
     pred = gen.integers(0, 7, (6, 2000))
@@ -1766,6 +1766,7 @@ def test_near_copy_weights_and_weighted_vote_known_values() -> None:
         sums = np.array([[w[p[:, i] == c].sum() for c in classes] for i in range(p.shape[1])])
         return classes[np.round(sums, 9).argmax(axis=1)]
 
-    np.testing.assert_array_equal(_vote(pred, w), brute(pred))
-    np.testing.assert_array_equal(_vote(pred * 10**9, w), brute(pred * 10**9))
-    np.testing.assert_array_equal(_vote(pred, None), majority_vote(pred))
+    np.testing.assert_array_equal(majority_vote(pred, w), brute(pred))
+    np.testing.assert_array_equal(majority_vote(pred * 10**9, w), brute(pred * 10**9))
+    ones = np.ones(len(w))
+    np.testing.assert_array_equal(majority_vote(pred, ones), majority_vote(pred))

@@ -444,7 +444,7 @@ class RankingCampaign:
         # near-copies (models apart on <= 1 % of the rows) are one vote between them
         # (_near_copy_weights; None where there are none: the plain vote)
         self._vote_weights = _near_copy_weights(dis)
-        self._hard = (pred == _vote(pred, self._vote_weights)[None, :]).astype(np.float32)
+        self._hard = (pred == majority_vote(pred, self._vote_weights)[None, :]).astype(np.float32)
         if surrogate == "vote":
             self._surrogate = self._hard
         elif surrogate == "mixed":
@@ -2245,25 +2245,6 @@ def _near_copy_weights(dis: NDArray[np.float64]) -> NDArray[np.float64] | None:
     if (k <= 1).all():
         return None
     return np.asarray(1.0 / k, dtype=np.float64)
-
-
-def _vote(pred: NDArray[np.int64], weights: NDArray[np.float64] | None) -> NDArray[np.int64]:
-    """The majority vote per row, each model counted ``weights[m]`` (None: once); ties go to
-    the smallest class, as :func:`labelwise.sampling.sds.majority_vote`."""
-    if weights is None:
-        return majority_vote(pred)
-    m, n = pred.shape
-    classes: NDArray[np.int64] | None = None
-    codes = pred
-    if n * (int(pred.max()) + 1) > _MAX_CELLS:  # recode the classes to 0..K-1 first
-        classes, inv = np.unique(pred, return_inverse=True)
-        codes = inv.reshape(m, n).astype(np.int64)
-    n_cls = int(codes.max()) + 1
-    cells = codes + n_cls * np.arange(n, dtype=np.int64)[None, :]
-    gw = np.broadcast_to(weights[:, None], (m, n)).ravel()
-    sums = np.bincount(cells.ravel(), weights=gw, minlength=n * n_cls).reshape(n, n_cls)
-    vote = np.round(sums, 9).argmax(axis=1).astype(np.int64)  # first maximum: smallest class
-    return vote if classes is None else np.asarray(classes[vote], dtype=np.int64)
 
 
 def _bias_kernels(dis: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:

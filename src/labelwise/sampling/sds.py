@@ -259,13 +259,17 @@ def sds_select(
     )
 
 
-def majority_vote(labels: NDArray[np.int64]) -> NDArray[np.int64]:
+def majority_vote(
+    labels: NDArray[np.int64], weights: NDArray[np.float64] | None = None
+) -> NDArray[np.int64]:
     """Most frequent label in every column of (n_models, N) labels; ties: smallest label.
 
+    ``weights``: model ``m`` counts ``weights[m]`` (the sums rounded to 9 decimals before
+    they are compared, so that 1/3 + 1/3 + 1/3 ties with 1); None: once each.
     One ``np.bincount`` over (input, class) cells; labels are recoded to 0..K-1 first when
     the largest label would make that table too big.
     """
-    n_rows = labels.shape[1]
+    n_models, n_rows = labels.shape
     classes: NDArray[np.int64] | None = None
     codes = labels
     if n_rows * (int(labels.max()) + 1) > _MAX_COUNT_CELLS:
@@ -273,7 +277,11 @@ def majority_vote(labels: NDArray[np.int64]) -> NDArray[np.int64]:
         codes = inverse.reshape(labels.shape).astype(np.int64)
     n_classes = int(codes.max()) + 1
     cells = codes + n_classes * np.arange(n_rows, dtype=np.int64)[None, :]
-    counts = np.bincount(cells.ravel(), minlength=n_rows * n_classes).reshape(n_rows, n_classes)
+    w = None if weights is None else np.broadcast_to(weights[:, None], (n_models, n_rows)).ravel()
+    counts = np.bincount(cells.ravel(), weights=w, minlength=n_rows * n_classes)
+    counts = counts.reshape(n_rows, n_classes)
+    if weights is not None:
+        counts = np.round(counts, 9)
     vote = counts.argmax(axis=1).astype(np.int64)  # argmax: first maximum = smallest label
     return vote if classes is None else classes[vote]
 
