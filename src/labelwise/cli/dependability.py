@@ -160,8 +160,9 @@ def cmd_dependability(args: argparse.Namespace) -> int:
     classes = None if args.classes is None else read_classes(args.classes)
     labels = read_all_labels(args.labels, "--labels", inputs.shape[0], classes)
     model = load_model(args.model)
-    # a classifier's probabilities (one output per row: a binary logit); this command has no
-    # --head for capture's note on one-output models to name
+    # a classifier's probabilities (one output per row: a binary classifier's sigmoid
+    # probability when in [0, 1] on every row, else its logit); this command has no --head
+    # for capture's note on one-output models to name
     cap = capture(model, inputs, layer=args.layer, head="softmax", logits_output=args.logits_output)
     try:
         rep = dependability_report(

@@ -89,7 +89,8 @@ def cmd_quality(args: argparse.Namespace) -> int:
         train_y = read_all_labels(args.train_labels, "--train-labels", _rows(train_x), classes)
         test_y = read_all_labels(args.test_labels, "--test-labels", _rows(test_x), classes)
         model = load_model(args.model)
-        # a classifier's probabilities (one output per row: a binary logit); this command
+        # a classifier's probabilities (one output per row: a binary classifier's sigmoid
+        # probability when in [0, 1] on every row of that pile, else its logit); this command
         # has no --head for capture's note on one-output models to name
         train = capture(model, train_x, head="softmax", logits_output=args.logits_output)
         test = capture(model, test_x, head="softmax", logits_output=args.logits_output)
