@@ -28,7 +28,7 @@ import re
 import sys
 import warnings
 import zipfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -1596,21 +1596,34 @@ class _Runner:
         return head_outputs(values, rows, self.head).astype(np.float32)
 
 
+_CONV_DIMS = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3}
+
+
+def _first_layer(model: torch.nn.Module, kinds: Collection[str]) -> tuple[str, Any] | None:
+    """``(kind, module)`` of the model's first module whose kind (class name, or a
+    TorchScript submodule's ``original_name``) is one of ``kinds``, when no module with
+    parameters of its own comes before it; else None (another first layer)."""
+    for _, module in model.named_modules():
+        kind = getattr(module, "original_name", None) or type(module).__name__
+        if kind in kinds:
+            return kind, module
+        if next(iter(module.parameters(recurse=False)), None) is not None:
+            return None
+    return None
+
+
 def _no_channel_axis(model: torch.nn.Module, shape: tuple[int, ...]) -> str:
     """When the first layer is a 1-channel ConvNd and the rows have N spatial axes but no
     channel axis ((rows, 28, 28) grey images saved without one), how to add it; else ``""``."""
-    for _, module in model.named_modules():
-        kind = getattr(module, "original_name", None) or type(module).__name__
-        dims = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3}.get(kind)
-        if dims is not None:
-            if getattr(module, "in_channels", None) == 1 and len(shape) == 1 + dims:
-                return (
-                    f"; the rows have no channel axis ({', '.join(map(str, shape[1:]))}): save "
-                    "the pile with one, np.save(FILE, x[:, None])"
-                )
-            return ""
-        if next(iter(module.parameters(recurse=False)), None) is not None:
-            return ""
+    first = _first_layer(model, _CONV_DIMS)
+    if first is None:
+        return ""
+    kind, module = first
+    if getattr(module, "in_channels", None) == 1 and len(shape) == 1 + _CONV_DIMS[kind]:
+        return (
+            f"; the rows have no channel axis ({', '.join(map(str, shape[1:]))}): save "
+            "the pile with one, np.save(FILE, x[:, None])"
+        )
     return ""
 
 
@@ -1618,23 +1631,20 @@ def _ids_out_of_range(model: torch.nn.Module, x: torch.Tensor) -> str:
     """When the first parameterised layer is an ``nn.Embedding`` of ``n`` entries and the
     integer inputs hold an id outside ``[0, n)``: says so (PyTorch's own message, 'index out
     of range in self', names neither the ids nor the table's size); else ``""``."""
-    for _, module in model.named_modules():
-        kind = getattr(module, "original_name", None) or type(module).__name__
-        if kind == "Embedding":
-            n = getattr(module, "num_embeddings", None)
-            if not isinstance(n, int) or x.dtype.is_floating_point or x.numel() == 0:
-                return ""
-            low, high = int(x.min()), int(x.max())
-            if low >= 0 and high < n:
-                return ""
-            return (
-                f"; the first layer is an nn.Embedding of {n} ids (0 to {n - 1}) but these "
-                f"rows hold ids from {low} to {high}: were they numbered with another "
-                "vocabulary (or is the padding id -1)?"
-            )
-        if next(iter(module.parameters(recurse=False)), None) is not None:
-            return ""
-    return ""
+    first = _first_layer(model, ("Embedding",))
+    if first is None:
+        return ""
+    n = getattr(first[1], "num_embeddings", None)
+    if not isinstance(n, int) or x.dtype.is_floating_point or x.numel() == 0:
+        return ""
+    low, high = int(x.min()), int(x.max())
+    if low >= 0 and high < n:
+        return ""
+    return (
+        f"; the first layer is an nn.Embedding of {n} ids (0 to {n - 1}) but these "
+        f"rows hold ids from {low} to {high}: were they numbered with another "
+        "vocabulary (or is the padding id -1)?"
+    )
 
 
 def _channels_moved(model: torch.nn.Module, shape: tuple[int, ...], exc: BaseException) -> str:
@@ -1646,32 +1656,27 @@ def _channels_moved(model: torch.nn.Module, shape: tuple[int, ...], exc: BaseExc
     alone reads as if the rows were right. Says which, and how to move the axis; else ``""``
     (another failure, e.g. images of another size failing in a later Linear, is no layout's:
     channels-first rows were told the forward rearranges its input)."""
-    if not re.search(r"to have \d+ channels", str(exc)):
+    first = _first_layer(model, _CONV_DIMS)
+    if first is None or not re.search(r"to have \d+ channels", str(exc)):
         return ""
-    for _, module in model.named_modules():
-        kind = getattr(module, "original_name", None) or type(module).__name__
-        dims = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3}.get(kind)
-        if dims is not None:
-            c = getattr(module, "in_channels", None)
-            if len(shape) != 2 + dims or (shape[1] == c) == (shape[-1] == c):
-                return ""
-            if shape[-1] == c:
-                first = ", ".join(map(str, ("rows", shape[-1], *shape[1:-1])))
-                return (
-                    f"; the rows look channels last ({', '.join(map(str, shape[1:]))}): give "
-                    f"them channels first, ({first}): np.save(FILE, np.moveaxis(x, -1, 1)) "
-                    "(a folder of images: --layout chw)"
-                )
-            last = ", ".join(map(str, ("rows", *shape[2:], shape[1])))
-            return (
-                f"; the rows already are channels first ({', '.join(map(str, shape[1:]))}), so "
-                f"the model's forward rearranges its input before that layer: if it takes "
-                f"channels-last rows ({last}), give them so: np.save(FILE, np.moveaxis(x, 1, -1)) "
-                "(a folder of images: --layout hwc)"
-            )
-        if next(iter(module.parameters(recurse=False)), None) is not None:
-            return ""
-    return ""
+    kind, module = first
+    c = getattr(module, "in_channels", None)
+    if len(shape) != 2 + _CONV_DIMS[kind] or (shape[1] == c) == (shape[-1] == c):
+        return ""
+    if shape[-1] == c:
+        chw = ", ".join(map(str, ("rows", shape[-1], *shape[1:-1])))
+        return (
+            f"; the rows look channels last ({', '.join(map(str, shape[1:]))}): give "
+            f"them channels first, ({chw}): np.save(FILE, np.moveaxis(x, -1, 1)) "
+            "(a folder of images: --layout chw)"
+        )
+    hwc = ", ".join(map(str, ("rows", *shape[2:], shape[1])))
+    return (
+        f"; the rows already are channels first ({', '.join(map(str, shape[1:]))}), so "
+        f"the model's forward rearranges its input before that layer: if it takes "
+        f"channels-last rows ({hwc}), give them so: np.save(FILE, np.moveaxis(x, 1, -1)) "
+        "(a folder of images: --layout hwc)"
+    )
 
 
 def _expected_input(model: torch.nn.Module) -> str | None:
@@ -1688,7 +1693,7 @@ def _expected_input(model: torch.nn.Module) -> str | None:
                 f"(rows, ..., {in_features})"
             )
         in_channels = getattr(module, "in_channels", None)
-        dims = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3}.get(kind)
+        dims = _CONV_DIMS.get(kind)
         if dims is not None and isinstance(in_channels, int):
             spatial = ", ".join(["..."] * dims)
             return (
