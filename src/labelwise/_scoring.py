@@ -32,12 +32,11 @@ def selection_predictions(
     at the selected rows, in selection order, and the flag that names where they came from."""
     if predictions is None:
         if not ws.has_source("probs"):
-            cap = ws.capture_dir()
-            outputs = None if cap is None else cap / "outputs.npy"
+            outputs = ws.capture_outputs()
             hint = (
                 f": give --predictions {shell_arg(outputs)} (the model's outputs "
                 "'labelwise capture' wrote beside the activations)"
-                if outputs is not None and outputs.is_file()
+                if outputs is not None
                 else ""
             )
             raise LabelwiseError(

@@ -332,6 +332,13 @@ class Workspace:
 
     # ------------------------------------------------------- the pile behind the sources
 
+    def capture_outputs(self) -> Path | None:
+        """``CAP/outputs.npy`` (a regression model's outputs, ``capture --head raw``) of the
+        capture a recorded source came from, when there is one: what --predictions names."""
+        cap = self.capture_dir()
+        outputs = None if cap is None else cap / "outputs.npy"
+        return outputs if outputs is not None and outputs.is_file() else None
+
     def capture_dir(self) -> Path | None:
         """The ``labelwise capture`` directory a recorded source came from, if any.
 

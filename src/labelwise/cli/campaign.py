@@ -546,13 +546,12 @@ def _regression_predictions(args: argparse.Namespace, st: CampaignState) -> Any:
     ws = st.ws
     if args.predictions is None:
         if not ws.has_source("predictions"):
-            cap = ws.capture_dir()
-            outputs = None if cap is None else cap / "outputs.npy"
+            outputs = ws.capture_outputs()
             # as a selection's estimate says it: the capture's outputs, as a command to paste
             hint = (
                 f": give --predictions {shell_arg(outputs)} (the model's outputs 'labelwise "
                 "capture' wrote beside the activations; recorded on first use)"
-                if outputs is not None and outputs.is_file()
+                if outputs is not None
                 else " (the model's outputs over the pile; recorded on first use)"
             )
             raise LabelwiseError(
