@@ -47,6 +47,35 @@ def test_ctrl_c_while_python_m_imports_the_package_prints_no_traceback(
     assert (code, out, err) == (130, "", INTERRUPTED)
 
 
+def test_the_console_module_run_as_a_script_hands_ctrl_c_back_to_the_command() -> None:
+    """'python src/_labelwise_entry.py CMD' (the console module run as a script: its module
+    is __main__, not _labelwise_entry) set its starting handler, and cli.main's release()
+    looked for it in sys.modules['_labelwise_entry'] only: the handler stayed while the
+    command ran, and a Ctrl-C then left at once ('nothing was done') without the command's
+    clean-up. release() now knows the handler by its file; a caller's own handler is kept."""
+    import runpy
+    import signal
+
+    from labelwise import _startup
+
+    entry = Path(_startup.__file__).parents[1] / "_labelwise_entry.py"
+    script = runpy.run_path(str(entry), run_name="not_the_entry_module")
+    previous = signal.getsignal(signal.SIGINT)
+
+    def mine(signum: int, frame: object) -> None:
+        pass
+
+    try:
+        signal.signal(signal.SIGINT, script["_starting"])
+        _startup.release()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        signal.signal(signal.SIGINT, mine)
+        _startup.release()
+        assert signal.getsignal(signal.SIGINT) is mine
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _tiny_model_and_data() -> None:
     """m.pt (a 3 -> 4 -> 2 MLP saved whole), x.npy (8 x 3 inputs), y.npy (labels 0/1) in
     the current directory."""

@@ -69,8 +69,14 @@ def install() -> None:
 
 def release() -> None:
     """Give Ctrl-C back to Python (KeyboardInterrupt) if :func:`install` or the console
-    command (``_labelwise_entry``, its own copy of the handler) set it."""
+    command (``_labelwise_entry``, its own copy of the handler) set it.
+
+    The console command's copy is known by its source file, not by ``sys.modules``: run as
+    a script (``python src/_labelwise_entry.py CMD``) its module is ``__main__``, and the
+    starting handler stayed in place while the command ran (a Ctrl-C then left at once,
+    saying nothing was done, with no staging file removed)."""
     handler = signal.getsignal(signal.SIGINT)
-    entry = sys.modules.get("_labelwise_entry")
-    if handler is _starting or (entry is not None and handler is getattr(entry, "_starting", 0)):
+    code = getattr(handler, "__code__", None)
+    entry = os.path.basename(getattr(code, "co_filename", "")) == "_labelwise_entry.py"
+    if handler is _starting or (entry and getattr(handler, "__name__", "") == "_starting"):
         signal.signal(signal.SIGINT, signal.default_int_handler)
