@@ -251,6 +251,32 @@ def test_infinite_single_logits_give_zero_and_one_and_nan_is_still_an_error() ->
                 writer.finish("x")
 
 
+def test_a_float64_single_logit_is_sigmoided_at_float64_precision(tmp_path) -> None:
+    """A float64 model with one logit per row: the probabilities are sigmoid(logit) computed
+    on the float64 logit, then stored as float32, as before one output per row was decided
+    over every row; since, the logit was stored as float32 first (208 of these 2,000 stored
+    probabilities 1 ulp off, up to 6e-8). Logits beyond float32's range give 0 and 1 without
+    an overflow warning."""
+    from labelwise.adapters.torch import capture
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 1)).double()
+    x = np.random.default_rng(0).normal(size=(2000, 3))
+    with torch.no_grad():
+        s = model(torch.tensor(x)).numpy()[:, 0]
+    p = 1.0 / (1.0 + np.exp(-s))
+    expected = np.stack([1.0 - p, p], axis=1).astype(np.float32)
+    for out in (None, tmp_path / "cap"):
+        cap = capture(model, x, head="softmax", batch_size=256, out=out, progress=False)
+        np.testing.assert_array_equal(cap.outputs, expected)
+    with torch.no_grad():
+        model[0].weight.mul_(1e300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cap = capture(model, x[:4], head="softmax", progress=False)
+    np.testing.assert_array_equal(cap.outputs[:, 1], (s[:4] > 0).astype(np.float32))
+
+
 def test_select_refuses_probs_outside_zero_one(tmp_path) -> None:
     from labelwise.cli import main
 

@@ -393,7 +393,8 @@ class CaptureWriter:
         #: once, on the first batch (``None`` until then)
         self.probabilities: bool | None = None
         #: head="softmax" and one output per row: the smallest and largest output seen (the
-        #: outputs are stored as they come, in column 1, until :meth:`finish`)
+        #: outputs are stored as they come until :meth:`finish`: float32 in column 1, and
+        #: what float32 drops of a float64 output in column 0)
         self._binary: list[float] | None = None
         #: after :meth:`finish`, one output per row: whether it lay in [0, 1] on every row and
         #: was taken as the probability of class 1 (else a logit, ``p = sigmoid``)
@@ -476,7 +477,12 @@ class CaptureWriter:
             if values.size and not np.isnan(values).any():
                 self._binary[0] = min(self._binary[0], float(values.min()))
                 self._binary[1] = max(self._binary[1], float(values.max()))
-            outs = np.concatenate([np.zeros_like(values), values], axis=1)
+            # float32 s and its float64 remainder: sigmoid(s) as before fa9adcf, computed on
+            # the float64 logit (a float32 s alone moved 1 in 10 stored probabilities by 1 ulp)
+            with np.errstate(over="ignore", invalid="ignore"):  # |s| > 3.4e38: inf, as sigmoid
+                high = values.astype(np.float32)
+                low = np.where(np.isfinite(high), values - high, 0.0)
+            outs = np.concatenate([low, high], axis=1)
         elif self.head == "softmax":
             outs = self._as_probabilities(outs, start, stop, eps)
         self.activations[start:stop] = block
@@ -576,8 +582,8 @@ class CaptureWriter:
         return acts, outs
 
     def _binary_probabilities(self, outputs: NDArray[np.float32]) -> None:
-        """One output per row, stored in column 1: ``[1 - p, p]`` in place, ``p`` the output
-        itself when it lay in [0, 1] on every row (a sigmoid's probability: taking it for a
+        """One output per row, as :meth:`write` stored it: ``[1 - p, p]`` in place, ``p`` the
+        output itself when it lay in [0, 1] on every row (a sigmoid's probability: taking it for a
         logit squeezed every probability into [0.5, 0.73] and predicted class 1 for nearly
         every row), else ``sigmoid(output)``."""
         assert self._binary is not None
@@ -585,7 +591,8 @@ class CaptureWriter:
         self.binary_probability = low >= 0.0 and high <= 1.0
         for start in range(0, self.n_rows, _CHUNK_ROWS):
             block = outputs[start : start + _CHUNK_ROWS]
-            block[:] = binary_probabilities(block[:, 1], probability=self.binary_probability)
+            s = block[:, 1].astype(np.float64) + block[:, 0]  # the output, float64 (write())
+            block[:] = binary_probabilities(s, probability=self.binary_probability)
 
     def _prediction_layout(self) -> tuple[tuple[int, ...], Any]:
         assert self.outputs is not None

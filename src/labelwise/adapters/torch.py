@@ -1493,8 +1493,9 @@ class _Runner:
     # one batch -----------------------------------------------------------------------
 
     def __call__(self, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray, float]:
-        """``(features, outputs, eps)`` of one batch: float32 NumPy arrays, and the machine
-        epsilon of the dtype the model computed its outputs in (see :meth:`CaptureWriter.write`)."""
+        """``(features, outputs, eps)`` of one batch: float32 NumPy arrays (one output per row
+        with ``head="softmax"``: in the model's dtype), and the machine epsilon of the dtype the
+        model computed its outputs in (see :meth:`CaptureWriter.write`)."""
         if self._mode is None:
             feats, out = self._first(x)
         elif self._mode == "graph":
@@ -1593,7 +1594,10 @@ class _Runner:
             )
         values = _exact_numpy(out)
         self.one_output = one_output(values)
-        return head_outputs(values, rows, self.head).astype(np.float32)
+        outputs = head_outputs(values, rows, self.head)
+        if self.head == "softmax" and self.one_output:
+            return outputs  # CaptureWriter keeps a float64 logit's precision for its sigmoid
+        return outputs.astype(np.float32)
 
 
 _CONV_DIMS = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3}
