@@ -110,6 +110,37 @@ def test_the_labelling_api_takes_class_names_and_refuses_a_batch_of_zero(
         served.stop()
 
 
+def test_the_labelling_api_refuses_a_class_name_that_is_another_class_number(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Classes named by numbers ('1', '3', '0', '2'): {"value": "3"} names class 1 and is the
+    index of class 3 ('2'). labels.csv refuses such a label as ambiguous; the labelling API,
+    which takes names since 5748c95, stored class 3 without a word. It is now refused the
+    same way, naming both classes, and nothing is stored; the JSON number 3 is the index."""
+    from label_helpers import Running, labels_of, make_campaign, make_pile, proposed
+    from labelwise.cli._labelling import LabelSession
+
+    pile = make_pile(tmp_path / "pile")
+    (pile["cap"] / "classes.json").write_text(json.dumps(["1", "3", "0", "2"]))
+    camp = make_campaign(pile, tmp_path / "camp", 3)
+    capsys.readouterr()
+    served = Running(LabelSession(camp))
+    try:
+        rows = proposed(camp)
+        code, st = served.post("/api/answer", {"row": rows[0], "value": "3"})
+        assert code == 400, st
+        assert st["error"] == (
+            "label '3' is ambiguous: the class named '3' is class 1, but 3 is also the index "
+            "of class '2'; send the class index as a JSON number"
+        )
+        assert not (camp / "labels.csv").exists() or labels_of(camp) == {}
+        code, st = served.post("/api/answer", {"row": rows[0], "value": 3})
+        assert code == 200, st
+        assert labels_of(camp) == {rows[0]: 3}
+    finally:
+        served.stop()
+
+
 def test_rows_in_the_other_channel_layout_say_how_to_move_the_axis(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

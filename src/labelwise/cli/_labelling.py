@@ -539,6 +539,16 @@ class LabelSession:
                 raise BadAnswer(f"a label must be a class number{known}, got {value!r}") from None
             if isinstance(value, float) and value != v:
                 raise BadAnswer(f"a label must be a class number, got {value!r}")
+            named = self._class_by_name(value)
+            if named is not None and named != v and self.n_classes and 0 <= v < self.n_classes:
+                # classes named by numbers: '2' names one class and indexes another (labels.csv
+                # refuses it too); a JSON number is always the index
+                names = self._real_class_names() or []
+                raise BadAnswer(
+                    f"label {value!r} is ambiguous: the class named {value!r} is class {named}, "
+                    f"but {v} is also the index of class {names[v]!r}; send the class index as "
+                    "a JSON number"
+                )
             if self.n_classes is not None and not 0 <= v < self.n_classes:
                 raise BadAnswer(f"a label must be a class in [0, {self.n_classes}), got {v}")
             return v
