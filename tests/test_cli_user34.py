@@ -624,6 +624,39 @@ def test_export_of_an_extended_selection_sends_only_the_rows_without_a_label(
     assert code == 2 and "every selected row has a label" in err
 
 
+def test_export_of_a_campaign_leaves_out_the_rows_labelled_in_labels_csv(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A campaign's export wrote every proposed row not yet recorded: 3 of its 6 rows labelled
+    in DIR/labels.csv (no 'estimate' since) went to Label Studio again, 6 tasks, as a
+    selection's labelled rows did before a807015. It now writes the 3 without a label and
+    says how many it left out; with all 6 labelled it says to record them or propose more."""
+    from synthetic import classifier_pile
+
+    y, acts, probs = classifier_pile(np.random.default_rng(0), 120, 3, 6)
+    np.save(tmp_path / "a.npy", acts.astype(np.float32))
+    np.save(tmp_path / "p.npy", probs.astype(np.float32))
+    d = tmp_path / "camp"
+    for argv in (
+        ["campaign", d, "--activations", tmp_path / "a.npy", "--probs", tmp_path / "p.npy",
+         "--seed", "1"],
+        ["next", d, "--batch", "6"],
+    ):  # fmt: skip
+        code, _, err = run_cli(argv, capsys)
+        assert code == 0, err
+    rows = np.loadtxt(d / "to_label.csv", delimiter=",", skiprows=1, usecols=1, dtype=int)
+    (d / "labels.csv").write_text("row,label\n" + "".join(f"{r},{y[r]}\n" for r in rows[:3]))
+    code, out, err = run_cli(["export", d], capsys)
+    assert code == 0, err
+    assert "wrote 3 Label Studio tasks" in out and "left out 3 proposed rows" in out
+    tasks = json.loads((d / "label-studio-tasks.json").read_text())
+    assert sorted(t["data"]["labelwise_row"] for t in tasks) == sorted(rows[3:].tolist())
+    (d / "labels.csv").write_text("row,label\n" + "".join(f"{r},{y[r]}\n" for r in rows))
+    code, _, err = run_cli(["export", d], capsys)
+    assert code == 2 and "every proposed row has a label" in err
+    assert f"labelwise next {d}" in err
+
+
 def test_a_regression_campaign_without_outputs_names_the_captures_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -6,6 +6,7 @@ import argparse
 import hashlib
 import os
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,8 @@ def add_parser(sub: Any) -> None:
         help="write the rows to label as Label Studio tasks (and its labeling config)",
         description=(
             "Write the rows to label as a Label Studio task file: for a campaign the rows "
-            "proposed and not yet labelled, for a selection the rows of DIR/to_label.csv "
-            "without a label in DIR/labels.csv. "
+            "proposed and not yet labelled, for a selection the rows of DIR/to_label.csv, "
+            "each without a label in DIR/labels.csv. "
             "Each task's data holds the image (image piles: a path or URL under the pile's "
             "image root) or the row's values as text, and the row number; its predictions "
             "hold the model's class as a pre-annotation. Beside the task file goes the "
@@ -113,17 +114,27 @@ def check_classification(ws: Workspace, held: str, directory: Path) -> None:
         )
 
 
-def _unlabelled(directory: Path, rows: NDArray[np.int64]) -> tuple[NDArray[np.int64], int]:
-    """A selection's rows without a label in ``DIR/labels.csv`` (all of them when there is
+def _unlabelled(
+    directory: Path, held: str, rows: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], int]:
+    """The rows to label without a label in ``DIR/labels.csv`` (all of them when there is
     none, or it cannot be read: the estimate's errors say why), and how many were left out.
     Before, every selected row was exported: after 'select --extend DIR --budget 20' the 100
-    labelled rows went to Label Studio again with the 20 new ones."""
+    labelled rows went to Label Studio again with the 20 new ones; a campaign's proposed rows
+    labelled in labels.csv but not yet recorded (no 'estimate' since) went again likewise."""
     labels = directory / "labels.csv"
     if not labels.is_file():
         return rows, 0
-    ws, sel = Workspace.open(directory)
     try:
-        _, have = ws.selected_labels(labels, sel)
+        if held == "selection":
+            ws, sel = Workspace.open(directory)
+            have: Collection[int] = ws.selected_labels(labels, sel)[1]
+        else:
+            from .campaign import CampaignState
+
+            st = CampaignState.open(directory)
+            read = st.ws.read_label_file(labels, n_rows=st.camp.population_size)
+            have = set(read[0].tolist())
     except LabelwiseError:
         return rows, 0
     keep = np.asarray([r for r in rows.tolist() if r not in have], dtype=np.int64)
@@ -132,17 +143,19 @@ def _unlabelled(directory: Path, rows: NDArray[np.int64]) -> tuple[NDArray[np.in
 
 def cmd_export(args: argparse.Namespace) -> int:
     held, rows = rows_to_label(args.dir)
-    done = 0
-    if held == "selection":
-        rows, done = _unlabelled(args.dir, rows)
-        if rows.size == 0:
-            raise LabelwiseError(
-                f"DIR {args.dir}: every selected row has a label in "
-                f"{args.dir / 'labels.csv'}, nothing is left to export; its estimate: "
-                f"'labelwise estimate {shell_arg(args.dir)} --labels "
-                f"{shell_arg(args.dir / 'labels.csv')}'; more rows: 'labelwise select --extend "
-                f"{shell_arg(args.dir)} --budget N'"
-            )
+    rows, done = _unlabelled(args.dir, held, rows)
+    if rows.size == 0 and done:
+        more = (
+            f"'labelwise next {shell_arg(args.dir)}'"
+            if held == "campaign"
+            else f"'labelwise select --extend {shell_arg(args.dir)} --budget N'"
+        )
+        raise LabelwiseError(
+            f"DIR {args.dir}: every {'proposed' if held == 'campaign' else 'selected'} row has "
+            f"a label in {args.dir / 'labels.csv'}, nothing is left to export; its estimate: "
+            f"'labelwise estimate {shell_arg(args.dir)} --labels "
+            f"{shell_arg(args.dir / 'labels.csv')}'; more rows: {more}"
+        )
     if rows.size == 0:
         if held == "campaign" and _every_row_proposed(args.dir):
             # 'run labelwise next' sent the user to a command that says nothing is left
@@ -204,7 +217,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     pre = " with the model's class as a pre-annotation" if "predictions" in tasks[0] else ""
     print(f"wrote {len(tasks)} Label Studio tasks ({what}{pre}) for the {held} in {args.dir}")
     if done:
-        print(f"  left out {done} selected rows already labelled in {args.dir / 'labels.csv'}")
+        what = "proposed" if held == "campaign" else "selected"
+        print(f"  left out {done} {what} rows already labelled in {args.dir / 'labels.csv'}")
     print(f"  tasks:  {tasks_path}")
     if config_path is not None:
         print(f"  config: {config_path} (paste into the project's Labeling Interface, Code)")
