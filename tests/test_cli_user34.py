@@ -372,6 +372,25 @@ def test_extend_with_other_arrays_is_refused_not_ignored(
     assert "from 10 to 15 rows" in out
 
 
+def test_extend_with_the_same_population_size_is_taken_as_the_same_file_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'select --extend sel --budget 5 --population-size 200' (the first command line with
+    --extend added) on a selection of a 200-row pile was refused ('--population-size cannot
+    change an existing selection'), though the same --activations file or --method is taken.
+    The same size is taken now; another is refused naming the selection's."""
+    sel = tmp_path / "sel"
+    code, _, err = run_cli(["select", "--method", "srs", "--budget", "10", "--population-size",
+                            "200", "--out", sel, "--seed", "0"], capsys)  # fmt: skip
+    assert code == 0, err
+    extend = ["select", "--extend", sel, "--budget", "5", "--population-size"]
+    code, _, err = run_cli([*extend, "300"], capsys)
+    assert code == 2 and "--population-size 300 cannot change" in err and "of 200 rows" in err
+    code, out, err = run_cli([*extend, "200"], capsys)
+    assert code == 0, err
+    assert "from 10 to 15 rows" in out
+
+
 def test_an_onnx_model_taking_the_other_channel_layout_says_how_to_move_the_axis(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

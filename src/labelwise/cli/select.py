@@ -296,15 +296,16 @@ def _refuse_integer_confidences(probs: np.ndarray, path: Path) -> None:
     )
 
 
-def _check_extend_arrays(args: argparse.Namespace, ws: Workspace) -> None:
+def _check_extend_arrays(args: argparse.Namespace, ws: Workspace, sel: Selection) -> None:
     """--activations, --probs, --predictions or --population-size given with --extend were
     ignored without a word: the selection continues with the arrays it was made from, so a
-    new capture's file named there changed nothing. The same file as recorded is fine;
-    another one is an error naming the recorded one."""
-    if args.population_size is not None:
+    new capture's file named there changed nothing. The same file (or size) as recorded is
+    fine, as the same --method is; another one is an error naming the recorded one."""
+    if args.population_size is not None and args.population_size != sel.population_size:
         raise LabelwiseError(
-            "--population-size cannot change an existing selection: --extend continues on its "
-            "pile; leave --population-size out"
+            f"--population-size {args.population_size} cannot change an existing selection "
+            f"(of {sel.population_size} rows): --extend continues on its pile; leave "
+            "--population-size out"
         )
     for key, flag in DATA_FLAGS.items():
         given = getattr(args, key)
@@ -334,7 +335,7 @@ def _select_extend(args: argparse.Namespace) -> int:
         raise LabelwiseError(
             f"{', '.join(given)} cannot change an existing selection (its parameters are kept)"
         )
-    _check_extend_arrays(args, ws)
+    _check_extend_arrays(args, ws, sel)
     if args.seed is not None:
         raise LabelwiseError(
             "--seed does not apply to --extend: the selection continues its own random stream "
