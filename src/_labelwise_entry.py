@@ -11,12 +11,17 @@ each command's own handler takes over.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sys
 
 
 def _starting(signum: int, frame: object) -> None:
-    """Ctrl-C before ``labelwise._startup`` is imported: one line, exit 130."""
+    """Ctrl-C before ``labelwise._startup`` is imported: one line, exit 130 (what --help or
+    --version printed is flushed first, as ``labelwise._startup._starting`` does)."""
+    with contextlib.suppress(Exception):  # a closed or half-written stream: leave it
+        sys.stdout.flush()
     os.write(2, b"labelwise: interrupted while starting; nothing was done\n")
     os._exit(130)
 
