@@ -69,7 +69,7 @@ def test_every_place_gives_the_one_message(
     rows = camp.propose(4)
     with _raises(
         f"labels must be classes in [0, 3) (n_classes=3), got [5] at rows [{rows[2]}]; pass "
-        "n_classes= if a class is never predicted"
+        "n_classes= (CLI: --classes FILE) if a class is never predicted"
     ):
         camp.record(rows, [0, 1, 5, 2])
     # the CLI's selection scores (before: "--labels: labels must be ... for rows [..]")
