@@ -161,6 +161,11 @@ class Workspace:
             except (LabelwiseError, AttributeError):
                 labelled = True  # unreadable: keep it rather than guess
         if not labelled:
+            # nothing to keep, but the old one's Label Studio tasks, as export wrote them,
+            # would be taken for the new one's (and the next export would write beside them)
+            for f in self._exported_files():
+                f.unlink(missing_ok=True)
+            (self.path / "export.state.json").unlink(missing_ok=True)
             return
         aside = aside_directory(self.path)
         for name in (SELECTION, TO_LABEL, LABELS, ESTIMATE, RANKING, "report.html"):

@@ -1,0 +1,46 @@
+"""The new-user hunt's leftovers (cli35): small CLI defects, each end to end through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from synthetic import run_cli
+
+
+def _pile(tmp_path: Path) -> tuple[Path, Path]:
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "a.npy", rng.normal(size=(200, 5)))
+    np.save(tmp_path / "p.npy", rng.dirichlet(np.ones(3), 200))
+    return tmp_path / "a.npy", tmp_path / "p.npy"
+
+
+def test_force_over_a_selection_without_labels_removes_its_label_studio_tasks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'select --force' over a selection without labels left the tasks 'labelwise export'
+    wrote for the old selection (20 tasks beside the new selection of 30 rows). They are
+    removed now (nothing is set aside: there are no labels); a task file the user edited
+    stays, and so does the whole export over a labelled selection (set aside with it)."""
+    acts, probs = _pile(tmp_path)
+    sel = tmp_path / "sel"
+    argv = ["select", "--method", "srs", "--activations", acts, "--probs", probs, "--out", sel]
+    assert run_cli([*argv, "--budget", "20"], capsys)[0] == 0
+    assert run_cli(["export", sel], capsys)[0] == 0
+    tasks = sel / "label-studio-tasks.json"
+    assert tasks.is_file()
+    code, _, err = run_cli([*argv, "--budget", "30", "--force"], capsys)
+    assert code == 0, err
+    assert not tasks.exists() and not (sel / "label-studio-tasks.config.xml").exists()
+    assert not (sel / "export.state.json").exists()
+    assert not list(sel.glob("replaced-*"))
+    # the next export writes the new selection's 30 tasks under the usual name
+    assert run_cli(["export", sel], capsys)[0] == 0
+    assert len(json.loads(tasks.read_text())) == 30
+    # a task file edited since export wrote it is the user's: kept
+    tasks.write_text(tasks.read_text().replace("[", "[ ", 1))
+    assert run_cli([*argv, "--budget", "25", "--force"], capsys)[0] == 0
+    assert tasks.is_file() and not (sel / "label-studio-tasks.config.xml").exists()
