@@ -44,3 +44,32 @@ def test_force_over_a_selection_without_labels_removes_its_label_studio_tasks(
     tasks.write_text(tasks.read_text().replace("[", "[ ", 1))
     assert run_cli([*argv, "--budget", "25", "--force"], capsys)[0] == 0
     assert tasks.is_file() and not (sel / "label-studio-tasks.config.xml").exists()
+
+
+def test_import_of_a_file_that_is_no_text_says_it_is_not_a_label_studio_export(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'labelwise import DIR a.npy' said "EXPORT a.npy cannot be read ('utf-8' codec can't
+    decode byte 0x93 in position 0: invalid start byte)". It now says what the file is (a
+    NumPy array, a zip archive, not UTF-8 text) and that it is no Label Studio JSON export,
+    with how to make one; nothing is written."""
+    acts, probs = _pile(tmp_path)
+    sel = tmp_path / "sel"
+    argv = ["select", "--method", "srs", "--activations", acts, "--probs", probs, "--out", sel]
+    assert run_cli([*argv, "--budget", "20"], capsys)[0] == 0
+    np.savez(tmp_path / "b.npz", x=np.zeros(3))
+    (tmp_path / "c.json").write_bytes('[{"choice": "caf\u00e9"}]'.encode("cp1252"))
+    for name, what in (
+        ("a.npy", "is a NumPy array (.npy)"),
+        ("b.npz", "is a zip archive (.npz, .xlsx, ...)"),
+        ("c.json", "is not UTF-8 text (binary data?)"),
+    ):
+        code, _, err = run_cli(["import", sel, tmp_path / name], capsys)
+        assert code == 2
+        assert err == (
+            f"labelwise: error: EXPORT {tmp_path / name} {what}, not a Label Studio JSON "
+            "export: export the Label Studio project as JSON or JSON-MIN (Export > JSON) and "
+            "import that file\n"
+        )
+        assert "codec" not in err
+    assert not (sel / "labels.csv").exists()

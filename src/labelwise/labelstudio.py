@@ -314,7 +314,12 @@ def _read_export(path: Path) -> Any:
     try:
         with open(path, encoding="utf-8-sig") as fh:
             text = fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError:
+        raise LabelwiseError(
+            f"EXPORT {path} {_binary_kind(path)}, not a Label Studio JSON export: export the "
+            "Label Studio project as JSON or JSON-MIN (Export > JSON) and import that file"
+        ) from None
+    except OSError as exc:
         raise LabelwiseError(f"EXPORT {path} cannot be read ({exc})") from None
     try:
         return json.loads(text)
@@ -333,6 +338,21 @@ def _read_export(path: Path) -> Any:
             f"EXPORT {path} {what}: export the Label Studio project as JSON or JSON-MIN "
             "(Export > JSON) and import that file"
         ) from None
+
+
+def _binary_kind(path: Path) -> str:
+    """What a file that is no UTF-8 text looks like, from its first bytes: a NumPy array, a
+    zip archive (.npz, a spreadsheet), else binary data."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(6)
+    except OSError:
+        head = b""
+    if head == b"\x93NUMPY":
+        return "is a NumPy array (.npy)"
+    if head.startswith(b"PK"):
+        return "is a zip archive (.npz, .xlsx, ...)"
+    return "is not UTF-8 text (binary data?)"
 
 
 def _task_id(task: Mapping[str, Any]) -> str | None:
