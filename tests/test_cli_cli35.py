@@ -73,3 +73,47 @@ def test_import_of_a_file_that_is_no_text_says_it_is_not_a_label_studio_export(
         )
         assert "codec" not in err
     assert not (sel / "labels.csv").exists()
+
+
+def test_a_mistyped_id_column_or_column_says_which_column_was_meant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'capture --id-column ID' on a table with an 'id' column said only "'ID' is not a
+    column of t.csv; columns: id, f1, f2", and '--columns F1' likewise, while a mistyped
+    --logits-output said '(did you mean ...)'. Both flags now name the column meant: the
+    same name in another case first, else the closest spelling; nothing when none is
+    close. The ONNX and torch messages use the same helper, now case-aware as well."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    torch.save(torch.nn.Sequential(torch.nn.Linear(2, 3)), str(tmp_path / "m.pt"))
+    rows = "".join(f"r{i},{i * 0.5},{i % 3}\n" for i in range(10))
+    (tmp_path / "t.csv").write_text("id,f1,f2\n" + rows)
+    t = tmp_path / "t.csv"
+    argv = ["capture", "--model", tmp_path / "m.pt", "--inputs", t, "--out", tmp_path / "cap"]
+    for more, said in (
+        (["--id-column", "ID"], f"id_column (--id-column) 'ID' is not a column of {t} (did "
+         "you mean 'id'?); columns: id, f1, f2"),
+        (["--id-column", "idd"], "'idd' is not a column of " f"{t} (did you mean 'id'?)"),
+        (["--id-column", "zzz"], f"'zzz' is not a column of {t}; columns: id, f1, f2"),
+        (["--columns", "F1,F2,f9", "--id-column", "id"], f"columns (--columns): 'F1', 'F2', "
+         f"'f9' not in {t} (did you mean 'f1', 'f2'?); columns: id, f1, f2"),
+    ):  # fmt: skip
+        code, _, err = run_cli([*argv, *more], capsys)
+        assert code == 2
+        assert said in err
+    assert not (tmp_path / "cap").exists()
+    code, _, err = run_cli([*argv, "--id-column", "id"], capsys)
+    assert code == 0, err
+    assert (tmp_path / "cap" / "ids.txt").read_text().split() == [f"r{i}" for i in range(10)]
+
+
+def test_did_you_mean_prefers_the_same_name_in_another_case() -> None:
+    """difflib alone finds nothing for 'ID' among 'id', 'f1' (ratio 0): the same name in
+    another case comes first, then the closest spelling in any case."""
+    from labelwise._validation import close_name, did_you_mean
+
+    assert close_name("ID", ["id", "f1"]) == "id"
+    assert close_name("Logit", ["probs", "logits"]) == "logits"
+    assert close_name("q", ["id", "f1"]) is None
+    assert did_you_mean("ID", ["x", "Id", "id"]) == " (did you mean 'Id'?)"
+    assert did_you_mean("zzz", ["id"]) == ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import warnings
 from collections.abc import Sequence
 from math import prod
@@ -15,6 +16,25 @@ from . import _chunks
 from .exceptions import LabelwiseError, user_stacklevel
 
 RNGLike = int | np.random.Generator | np.random.SeedSequence | None
+
+
+def close_name(word: str, names: Sequence[str]) -> str | None:
+    """The name in ``names`` that ``word`` most likely meant: the same name in another case
+    ('ID' for 'id'), else the closest spelling in any case (:func:`difflib.get_close_matches`);
+    None when none is close."""
+    same = [n for n in names if n.casefold() == word.casefold()]
+    if same:
+        return same[0]
+    folded = {n.casefold(): n for n in reversed(names)}
+    close = difflib.get_close_matches(word.casefold(), list(folded), n=1)
+    return folded[close[0]] if close else None
+
+
+def did_you_mean(word: str, names: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` for the name :func:`close_name` finds for a mistyped ``word``
+    (a flag's column, key or output name), or "" when none is close."""
+    close = close_name(word, names)
+    return f" (did you mean {close!r}?)" if close is not None else ""
 
 
 def check_rng(rng: Any) -> np.random.Generator:

@@ -44,6 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._deps import require
+from ._validation import close_name, did_you_mean
 from .exceptions import LabelwiseError, user_stacklevel
 from .io import csv_delimiter, is_zarr_store, open_zarr
 
@@ -653,8 +654,8 @@ def _table_columns(
 ) -> list[str]:
     if id_column is not None and id_column not in header:
         raise LabelwiseError(
-            f"id_column (--id-column) {id_column!r} is not a column of {path}; columns: "
-            f"{', '.join(header)}"
+            f"id_column (--id-column) {id_column!r} is not a column of {path}"
+            f"{did_you_mean(id_column, header)}; columns: {', '.join(header)}"
         )
     if columns is None:
         chosen = [c for c in header if c != id_column and numeric(c)]
@@ -664,9 +665,11 @@ def _table_columns(
     chosen = list(columns)
     unknown = [c for c in chosen if c not in header]
     if unknown:
+        close = list(dict.fromkeys(c for c in (close_name(u, header) for u in unknown) if c))
+        meant = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
         raise LabelwiseError(
-            f"columns (--columns): {', '.join(map(repr, unknown))} not in {path}; columns: "
-            f"{', '.join(header)}"
+            f"columns (--columns): {', '.join(map(repr, unknown))} not in {path}{meant}; "
+            f"columns: {', '.join(header)}"
         )
     if not chosen:
         raise LabelwiseError("columns (--columns) must name at least one column")

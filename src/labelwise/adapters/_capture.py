@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import math
 import os
 import tempfile
@@ -185,13 +184,6 @@ def single_output_message(logits_output: int | str, returned: str) -> str:
         f"logits_output={logits_output!r} (CLI: --logits-output) applies only to a model with "
         f"several outputs (two or more, or a dict), but this one returns {returned}; drop it"
     )
-
-
-def did_you_mean(word: str, names: list[str]) -> str:
-    """`` (did you mean 'x'?)`` for the one name in ``names`` closest to ``word`` (a mistyped
-    ``logits_output`` key or output name), or "" when none is close."""
-    close = difflib.get_close_matches(word, names, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def check_logits_output(value: Any) -> int | str | None:

@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from .._deps import require
 from .._progress import progress_bar
-from .._validation import check_int
+from .._validation import check_int, did_you_mean
 from ..exceptions import LabelwiseError, user_stacklevel
 from ._capture import (
     Capture,
@@ -38,7 +38,6 @@ from ._capture import (
     array_rows,
     check_head,
     check_logits_output,
-    did_you_mean,
     head_outputs,
     model_file,
     one_output,
