@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -117,3 +119,124 @@ def test_did_you_mean_prefers_the_same_name_in_another_case() -> None:
     assert close_name("q", ["id", "f1"]) is None
     assert did_you_mean("ID", ["x", "Id", "id"]) == " (did you mean 'Id'?)"
     assert did_you_mean("zzz", ["id"]) == ""
+
+
+class _FakeDigits:
+    """A stand-in for the demo's trained CNN and pile (training takes 7 s): random
+    probabilities over 10 classes for the demo's 899 rows, drawn from ``seed``."""
+
+    def __init__(self, n: int, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        self.name, self.labels = "fake digits", rng.integers(0, 10, n)
+        self.probabilities = rng.dirichlet(np.ones(10), n)
+        self.predictions = self.probabilities.argmax(axis=1)
+        self.activations = rng.normal(size=(n, 6))
+        self.train_labels = self.labels[:10]
+        self.accuracy = float(np.mean(self.predictions == self.labels))
+
+    def __len__(self) -> int:
+        return int(self.labels.size)
+
+
+def _rows(sel: Path) -> int:
+    return len((sel / "to_label.csv").read_text().splitlines()) - 1
+
+
+def test_the_demo_refuses_to_overwrite_work_done_in_its_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'labelwise demo --out D' run again into D overwrote a selection extended there
+    ('select --extend D/srs --budget 20': 120 -> 100 rows), and with another --seed replaced
+    the arrays a campaign in D was made from ('next D/camp': activations.npy changed). The
+    demo now records the sha256 of the files it wrote (demo.json "files") and refuses, before
+    training, a directory holding anything else or a file changed since, naming each and
+    saying what to do; nothing is written. The same demo into an untouched D, or one
+    interrupted before demo.json, still runs."""
+    pytest.importorskip("sklearn")  # the demo's digits module needs it (the study extra)
+    import labelwise.demo as demo
+    import labelwise.experiments.digits as digits
+    from labelwise.io import file_digest
+
+    n = demo._pile_size()
+    monkeypatch.setattr(digits, "digits_context", lambda *a, seed, **k: _FakeDigits(n, seed))
+    monkeypatch.setattr(demo, "pyplot", lambda: None)  # no spread.png: as without matplotlib
+    d = tmp_path / "my demo"
+    argv = ["demo", "--budget", "20", "--repeats", "2", "--out", d]
+    code, _, err = run_cli(argv, capsys)
+    assert code == 0, err
+    recorded = json.loads((d / "demo.json").read_text())["files"]
+    assert recorded["srs/selection.json"] == file_digest(d / "srs" / "selection.json")
+    assert set(recorded) == demo.demo_layout() - {"demo.json", "spread.png"}
+    code, _, err = run_cli(argv, capsys)  # again into the untouched directory: `make demo` twice
+    assert code == 0, err
+
+    code, _, err = run_cli(["select", "--extend", d / "srs", "--budget", "5"], capsys)
+    assert code == 0, err
+    code, _, err = run_cli(["campaign", d / "camp", "--activations", d / "activations.npy",
+                            "--probs", d / "probabilities.npy"], capsys)  # fmt: skip
+    assert code == 0, err
+    (d / "notes.txt").write_text("mine")
+    before = {f: file_digest(f) for f in d.rglob("*") if f.is_file()}
+    code, out, err = run_cli([*argv, "--seed", "1"], capsys)
+    assert code == 2 and out == ""
+    assert err == (
+        f"labelwise: error: --out {d} holds work the demo did not write there: camp/ (a "
+        "campaign the demo did not make), notes.txt (not written by the demo), srs/ (a "
+        "selection: selection.json, to_label.csv changed since the demo wrote them); the demo "
+        "would overwrite it, or the pile's arrays it was made from. Give the demo another "
+        f'directory (--out), or remove {d} first (rm -r "{d}") to run the demo there again\n'
+    )
+    assert {f: file_digest(f) for f in d.rglob("*") if f.is_file()} == before
+    assert _rows(d / "srs") == 25
+    code, _, err = run_cli(["next", d / "camp", "--batch", "5"], capsys)
+    assert code == 0, err
+
+    # a file the demo writes, changed (by hand) since: refused as well
+    shutil.rmtree(d / "camp")
+    (d / "notes.txt").unlink()
+    acts = d / "activations.npy"
+    code, _, err = run_cli(["select", "--method", "srs", "--budget", "20", "--activations",
+                            acts, "--out", d / "srs", "--force"], capsys)  # fmt: skip
+    assert code == 0, err
+    (d / "ces" / "labels.csv").write_text((d / "ces" / "labels.csv").read_text() + "\n")
+    code, _, err = run_cli(argv, capsys)
+    assert code == 2
+    assert "ces/ (a selection: labels.csv changed since the demo wrote it)" in err
+    assert "srs/ (a selection: selection.json, to_label.csv changed since" in err
+    assert "labels.csv not written by the demo" not in err
+    aside = next((d / "srs").glob("replaced-*")).name  # the extended selection, set aside
+    assert f"changed since the demo wrote them; {aside}/ not written by the demo)" in err
+
+
+def test_a_demo_json_without_file_digests_is_checked_by_time(tmp_path: Path) -> None:
+    """A demo directory written before demo.json recorded its files' sha256: a file modified
+    after demo.json (written last) counts as changed; untouched ones, an empty or a missing
+    directory pass, and a file the demo never writes is refused by its name. Without
+    demo.json (a demo interrupted while it wrote the directory) the names alone count."""
+    pytest.importorskip("sklearn")
+    from labelwise.demo import check_demo_out
+    from labelwise.exceptions import LabelwiseError
+
+    check_demo_out(tmp_path / "new")
+    d = tmp_path / "old"
+    (d / "css").mkdir(parents=True)
+    for name in ("activations.npy", "css/selection.json", "css/to_label.csv", "demo.json"):
+        (d / name).write_text("{}" if name == "demo.json" else "x")
+        os.utime(d / name, (1000, 1000))
+    check_demo_out(d)
+    os.utime(d / "css" / "to_label.csv", (1001, 1001))
+    with pytest.raises(LabelwiseError, match=r"css/ \(a selection: to_label.csv changed since"):
+        check_demo_out(d)
+    os.utime(d / "css" / "to_label.csv", (1000, 1000))
+    (d / "css" / "estimate.json").write_text("{}")
+    with pytest.raises(LabelwiseError, match=r"css/ \(a selection: estimate.json not written"):
+        check_demo_out(d)
+    (d / "css" / "estimate.json").unlink()
+    (d / "demo.json").unlink()
+    os.utime(d / "css" / "to_label.csv", (2000, 2000))
+    check_demo_out(d)
+    (d / "srs").mkdir()
+    (d / "srs" / "replaced-20260101T000000Z").mkdir()
+    (d / "srs" / "replaced-20260101T000000Z" / "labels.csv").write_text("row,label\n")
+    with pytest.raises(LabelwiseError, match=r"srs/ \(replaced-20260101T000000Z/ not written"):
+        check_demo_out(d)

@@ -17,7 +17,16 @@ from ._validation import check_int, check_out_dir
 from .estimation import estimate
 from .exceptions import DegenerateDataWarning, LabelwiseError
 from .experiments.study import CampaignSpec, MethodSpec, Population, run_study
-from .io import new_folders, remove_empty, save_array, shell_arg, write_csv, write_json
+from .io import (
+    file_digest,
+    new_folders,
+    read_json,
+    remove_empty,
+    save_array,
+    shell_arg,
+    write_csv,
+    write_json,
+)
 from .workspace import Workspace
 
 #: The demo's methods: registry entries (labelwise.registry) with their parameters.
@@ -46,6 +55,7 @@ def run_demo(
     budget = check_int(budget, "--budget", minimum=1)
     repeats = check_int(repeats, "--repeats", minimum=2)
     check_out_dir(out, "--out")
+    check_demo_out(out)
     n_pop = _pile_size()
     if budget > n_pop:
         raise LabelwiseError(f"--budget must be at most the pile's {n_pop} rows, got {budget}")
@@ -75,6 +85,118 @@ def run_demo(
         print(_interrupted(out, created), file=sys.stderr)
         return 130
     return 0
+
+
+#: What the demo writes in ``--out`` besides its selections (each a directory named after
+#: its method, holding :data:`SELECTION_FILES`); demo.json last.
+PILE_FILES = (
+    "activations.npy",
+    "probabilities.npy",
+    "predictions.npy",
+    "answer_key.csv",
+    "spread.png",
+    "demo.json",
+)
+SELECTION_FILES = ("selection.json", "to_label.csv", "labels.csv")
+
+
+def demo_layout_dirs() -> set[str]:
+    """The demo's selection directories in ``--out``: one per method but the campaign."""
+    return {spec.name.lower() for spec in METHODS if not isinstance(spec, CampaignSpec)}
+
+
+def demo_layout() -> set[str]:
+    """Every file the demo may write in ``--out``, as a path relative to it ('ces/labels.csv')."""
+    dirs = demo_layout_dirs()
+    return {*PILE_FILES, *(f"{d}/{f}" for d in dirs for f in SELECTION_FILES)}
+
+
+def check_demo_out(out: Path) -> None:
+    """An error, before the CNN is trained, unless the demo can write ``out`` without losing
+    anything of the user's: ``out`` is new or empty, or holds only files an earlier demo
+    wrote there, unchanged since.
+
+    Unchanged means: the sha256 the demo recorded in ``demo.json`` (``"files"``); for a
+    demo.json without them (written before the demo recorded them), not modified after it
+    (the demo writes it last); without demo.json (a demo interrupted while it wrote ``out``)
+    the file names alone are checked. A selection extended there ('select --extend
+    out/srs'), a campaign started there or any other file would otherwise be overwritten,
+    or left referring to the replaced pile's arrays.
+    """
+    if not out.is_dir():
+        return
+    files, written_at = _recorded(out / "demo.json")
+    known = demo_layout() if files is None else set(files)
+    dirs = demo_layout_dirs()
+
+    def why(f: Path, rel: str) -> str | None:
+        if f.is_symlink() or not f.is_file() or rel not in known:
+            return "not written by the demo"
+        if files is not None and file_digest(f) != files[rel]:
+            return "changed since the demo wrote it"
+        if written_at is not None and f.stat().st_mtime > written_at:
+            return "changed since the demo wrote it"
+        return None
+
+    shown = []
+    for entry in sorted(out.iterdir()):
+        name = entry.name
+        if name == "demo.json":
+            continue
+        if not entry.is_dir() or entry.is_symlink():
+            found = why(entry, name)
+            if found:
+                shown.append(f"{name} ({found})")
+            continue
+        held = Workspace(entry).holds()
+        if name not in dirs:  # not a directory the demo writes: not looked into
+            what = f"a {held} the demo did not make" if held else "not written by the demo"
+            shown.append(f"{name}/ ({what})")
+            continue
+        inner = [(f, f.relative_to(entry).as_posix()) for f in sorted(entry.rglob("*"))]
+        odd = [(rel, w) for f, rel in inner if not f.is_dir() and (w := why(f, f"{name}/{rel}"))]
+        if odd:
+            shown.append(f"{name}/ ({_listed(odd, held)})")
+    if not shown:
+        return
+    more = f", and {len(shown) - 5} more" if len(shown) > 5 else ""
+    raise LabelwiseError(
+        f"--out {out} holds work the demo did not write there: {', '.join(shown[:5])}{more}; "
+        "the demo would overwrite it, or the pile's arrays it was made from. Give the demo "
+        f"another directory (--out), or remove {out} first (rm -r {shell_arg(out)}) to run "
+        "the demo there again"
+    )
+
+
+def _recorded(record: Path) -> tuple[dict[str, Any] | None, float | None]:
+    """What an earlier demo's ``demo.json`` says of the files it wrote: their sha256
+    (``"files"``), else, for a demo.json without them, when it was written; (None, None)
+    without a readable demo.json."""
+    if not record.is_file() or record.is_symlink():
+        return None, None
+    try:
+        doc = read_json(record, str(record))
+    except LabelwiseError:
+        return None, None  # cut short by a crash: the demo writes it again
+    if not isinstance(doc, dict):
+        return None, None
+    files = doc.get("files")
+    if isinstance(files, dict):
+        return files, None
+    return None, record.stat().st_mtime
+
+
+def _listed(odd: list[tuple[str, str]], held: str | None) -> str:
+    """The files of one of the demo's selection directories that are not as the demo wrote
+    them, grouped by why: 'a selection: selection.json, to_label.csv changed since ...'."""
+    parts = []
+    for why in ("changed since the demo wrote it", "not written by the demo"):
+        # a folder in it (e.g. the replaced-<time>/ 'select --force' set aside) as one name
+        names = list(dict.fromkeys(n.split("/")[0] + "/" * ("/" in n) for n, w in odd if w == why))
+        if names:
+            said = why if len(names) == 1 else why.replace("wrote it", "wrote them")
+            parts.append(", ".join(names[:4]) + (", ..." if len(names) > 4 else "") + f" {said}")
+    return (f"a {held}: " if held else "") + "; ".join(parts)
 
 
 def _interrupted(out: Path, created: list[Path]) -> str:
@@ -145,6 +267,8 @@ def _write_demo(ctx: Any, out: Path, *, shift: str, budget: int, repeats: int, s
         "actually sees (below 1: a narrower interval)."
     )
     plot = _plot(rows, truth, budget, out)
+    # what this run wrote, as it wrote it: a later demo into out checks that nothing changed
+    written = sorted(f for f in demo_layout() - {"demo.json"} if (out / f).is_file())
     write_json(
         out / "demo.json",
         {
@@ -155,6 +279,7 @@ def _write_demo(ctx: Any, out: Path, *, shift: str, budget: int, repeats: int, s
             "repeats": repeats,
             "seed": seed,
             "spread": summary,
+            "files": {f: file_digest(out / f) for f in written},
         },
     )
     print(

@@ -39,7 +39,13 @@ def add_parser(sub: Any) -> None:
     d.add_argument("--budget", type=int, default=100, help="labels per method")
     d.add_argument("--repeats", type=int, default=50, help="repetitions for the spread comparison")
     d.add_argument("--seed", type=int, default=0, help="seed for data, model and sampling")
-    d.add_argument("--out", type=Path, default=Path("labelwise-demo"), help="output directory")
+    d.add_argument(
+        "--out",
+        type=Path,
+        default=Path("labelwise-demo"),
+        help="output directory: new, or one an earlier demo wrote, with nothing changed or "
+        "added there since (a selection extended, a campaign started there: refused)",
+    )
     d.set_defaults(func=cmd_demo)
 
 
