@@ -17,7 +17,7 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/labelwise demo
+	$(BIN)/labelwise demo --force
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples

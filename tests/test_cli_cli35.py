@@ -151,7 +151,8 @@ def test_the_demo_refuses_to_overwrite_work_done_in_its_directory(
     demo now records the sha256 of the files it wrote (demo.json "files") and refuses, before
     training, a directory holding anything else or a file changed since, naming each and
     saying what to do; nothing is written. The same demo into an untouched D, or one
-    interrupted before demo.json, still runs."""
+    interrupted before demo.json, still runs; --force (what `make demo` gives) moves the
+    work into D/replaced-<time>/, whole, and runs."""
     pytest.importorskip("sklearn")  # the demo's digits module needs it (the study extra)
     import labelwise.demo as demo
     import labelwise.experiments.digits as digits
@@ -184,7 +185,8 @@ def test_the_demo_refuses_to_overwrite_work_done_in_its_directory(
         "campaign the demo did not make), notes.txt (not written by the demo), srs/ (a "
         "selection: selection.json, to_label.csv changed since the demo wrote them); the demo "
         "would overwrite it, or the pile's arrays it was made from. Give the demo another "
-        f'directory (--out), or remove {d} first (rm -r "{d}") to run the demo there again\n'
+        f'directory (--out), remove {d} first (rm -r "{d}"), or give --force to move that '
+        f"work into {d / 'replaced-<time>'} and run the demo there\n"
     )
     assert {f: file_digest(f) for f in d.rglob("*") if f.is_file()} == before
     assert _rows(d / "srs") == 25
@@ -206,6 +208,20 @@ def test_the_demo_refuses_to_overwrite_work_done_in_its_directory(
     assert "labels.csv not written by the demo" not in err
     aside = next((d / "srs").glob("replaced-*")).name  # the extended selection, set aside
     assert f"changed since the demo wrote them; {aside}/ not written by the demo)" in err
+
+    # --force (what `make demo` gives): the changed selections go aside whole, the demo runs
+    srs_before = {f.relative_to(d / "srs"): file_digest(f) for f in (d / "srs").rglob("*")
+                  if f.is_file()}  # fmt: skip
+    code, _, err = run_cli([*argv, "--force"], capsys)
+    assert code == 0, err
+    moved = [p for p in d.glob("replaced-*") if p.is_dir()]
+    assert len(moved) == 1 and sorted(p.name for p in moved[0].iterdir()) == ["ces", "srs"]
+    assert err.startswith("note: moved what the demo did not write (ces/ (a selection: ")
+    assert {f.relative_to(moved[0] / "srs"): file_digest(f)
+            for f in (moved[0] / "srs").rglob("*") if f.is_file()} == srs_before  # fmt: skip
+    assert _rows(d / "srs") == 20 and _rows(d / "ces") == 20  # the demo's own, again
+    code, _, err = run_cli(argv, capsys)  # the set-aside folder is no work at risk
+    assert code == 0, err
 
 
 def test_a_demo_json_without_file_digests_is_checked_by_time(tmp_path: Path) -> None:

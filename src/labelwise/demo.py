@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
@@ -27,7 +28,7 @@ from .io import (
     write_csv,
     write_json,
 )
-from .workspace import Workspace
+from .workspace import Workspace, aside_directory
 
 #: The demo's methods: registry entries (labelwise.registry) with their parameters.
 METHODS: tuple[MethodSpec, ...] = (
@@ -48,6 +49,7 @@ def run_demo(
     repeats: int = 50,
     seed: int = 0,
     out: Path = Path("labelwise-demo"),
+    force: bool = False,
 ) -> int:
     from .experiments.digits import digits_context
 
@@ -55,7 +57,9 @@ def run_demo(
     budget = check_int(budget, "--budget", minimum=1)
     repeats = check_int(repeats, "--repeats", minimum=2)
     check_out_dir(out, "--out")
-    check_demo_out(out)
+    found = demo_out_work(out)
+    if found and not force:
+        check_demo_out(out)  # the error naming them
     n_pop = _pile_size()
     if budget > n_pop:
         raise LabelwiseError(f"--budget must be at most the pile's {n_pop} rows, got {budget}")
@@ -76,6 +80,15 @@ def run_demo(
     )
     created = new_folders(out)
     out.mkdir(parents=True, exist_ok=True)
+    if found:  # --force: the user's work goes aside, whole, as select --force does
+        shown = _shown(out, found)
+        aside = aside_directory(out)
+        for name, _ in found:
+            os.replace(out / name, aside / name)
+        print(
+            f"note: moved what the demo did not write ({shown}) into {aside}; nothing was deleted",
+            file=sys.stderr,
+        )
     # demo.json is written last: present, the directory holds one whole demo. An earlier
     # demo's is removed first, so that it cannot vouch for this run's half-written files
     (out / "demo.json").unlink(missing_ok=True)
@@ -123,8 +136,23 @@ def check_demo_out(out: Path) -> None:
     out/srs'), a campaign started there or any other file would otherwise be overwritten,
     or left referring to the replaced pile's arrays.
     """
-    if not out.is_dir():
+    found = demo_out_work(out)
+    if not found:
         return
+    raise LabelwiseError(
+        f"--out {out} holds work the demo did not write there: {_shown(out, found)}; "
+        "the demo would overwrite it, or the pile's arrays it was made from. Give the demo "
+        f"another directory (--out), remove {out} first (rm -r {shell_arg(out)}), or give "
+        f"--force to move that work into {out / 'replaced-<time>'} and run the demo there"
+    )
+
+
+def demo_out_work(out: Path) -> list[tuple[str, str]]:
+    """The entries of ``out`` (top-level names) holding work the demo did not write there,
+    each with why (see :func:`check_demo_out`); ``replaced-*`` folders, where ``--force``
+    set earlier work aside, are left alone (the demo never writes there)."""
+    if not out.is_dir():
+        return []
     files, written_at = _recorded(out / "demo.json")
     known = demo_layout() if files is None else set(files)
     dirs = demo_layout_dirs()
@@ -138,34 +166,34 @@ def check_demo_out(out: Path) -> None:
             return "changed since the demo wrote it"
         return None
 
-    shown = []
+    found: list[tuple[str, str]] = []
     for entry in sorted(out.iterdir()):
         name = entry.name
-        if name == "demo.json":
+        if name == "demo.json" or (name.startswith("replaced-") and entry.is_dir()):
             continue
         if not entry.is_dir() or entry.is_symlink():
-            found = why(entry, name)
-            if found:
-                shown.append(f"{name} ({found})")
+            what = why(entry, name)
+            if what:
+                found.append((name, what))
             continue
         held = Workspace(entry).holds()
         if name not in dirs:  # not a directory the demo writes: not looked into
-            what = f"a {held} the demo did not make" if held else "not written by the demo"
-            shown.append(f"{name}/ ({what})")
+            found.append(
+                (name, f"a {held} the demo did not make" if held else "not written by the demo")
+            )
             continue
         inner = [(f, f.relative_to(entry).as_posix()) for f in sorted(entry.rglob("*"))]
         odd = [(rel, w) for f, rel in inner if not f.is_dir() and (w := why(f, f"{name}/{rel}"))]
         if odd:
-            shown.append(f"{name}/ ({_listed(odd, held)})")
-    if not shown:
-        return
-    more = f", and {len(shown) - 5} more" if len(shown) > 5 else ""
-    raise LabelwiseError(
-        f"--out {out} holds work the demo did not write there: {', '.join(shown[:5])}{more}; "
-        "the demo would overwrite it, or the pile's arrays it was made from. Give the demo "
-        f"another directory (--out), or remove {out} first (rm -r {shell_arg(out)}) to run "
-        "the demo there again"
-    )
+            found.append((name, _listed(odd, held)))
+    return found
+
+
+def _shown(out: Path, found: list[tuple[str, str]]) -> str:
+    """:func:`demo_out_work`'s entries as the messages show them: 'camp/ (a campaign the
+    demo did not make), notes.txt (not written by the demo)', the first five."""
+    shown = [name + "/" * (out / name).is_dir() + f" ({why})" for name, why in found]
+    return ", ".join(shown[:5]) + (f", and {len(shown) - 5} more" if len(shown) > 5 else "")
 
 
 def _recorded(record: Path) -> tuple[dict[str, Any] | None, float | None]:

@@ -44,7 +44,14 @@ def add_parser(sub: Any) -> None:
         type=Path,
         default=Path("labelwise-demo"),
         help="output directory: new, or one an earlier demo wrote, with nothing changed or "
-        "added there since (a selection extended, a campaign started there: refused)",
+        "added there since (a selection extended, a campaign started there: refused without "
+        "--force)",
+    )
+    d.add_argument(
+        "--force",
+        action="store_true",
+        help="move the work in --out that the demo did not write (an extended selection, a "
+        "campaign, other files) into --out/replaced-<time>/ and run the demo there",
     )
     d.set_defaults(func=cmd_demo)
 
@@ -61,6 +68,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         repeats=args.repeats,
         seed=args.seed,
         out=args.out,
+        force=args.force,
     )
 
 
