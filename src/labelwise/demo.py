@@ -59,7 +59,7 @@ def run_demo(
     check_out_dir(out, "--out")
     found = demo_out_work(out)
     if found and not force:
-        check_demo_out(out)  # the error naming them
+        raise _refusal(out, found)
     n_pop = _pile_size()
     if budget > n_pop:
         raise LabelwiseError(f"--budget must be at most the pile's {n_pop} rows, got {budget}")
@@ -137,9 +137,13 @@ def check_demo_out(out: Path) -> None:
     or left referring to the replaced pile's arrays.
     """
     found = demo_out_work(out)
-    if not found:
-        return
-    raise LabelwiseError(
+    if found:
+        raise _refusal(out, found)
+
+
+def _refusal(out: Path, found: list[tuple[str, str]]) -> LabelwiseError:
+    """The error naming :func:`demo_out_work`'s entries and what to do."""
+    return LabelwiseError(
         f"--out {out} holds work the demo did not write there: {_shown(out, found)}; "
         "the demo would overwrite it, or the pile's arrays it was made from. Give the demo "
         f"another directory (--out), remove {out} first (rm -r {shell_arg(out)}), or give "
