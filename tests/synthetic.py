@@ -126,3 +126,21 @@ def srs_selection(
     )  # fmt: skip
     assert code == 0, err
     return d
+
+
+class FakeDigits:
+    """A stand-in for the demo's trained CNN and pile (``digits_context``; training takes
+    7 s): random probabilities over 10 classes for ``n`` rows (the demo's 899), drawn from
+    ``seed``."""
+
+    def __init__(self, n: int, seed: int = 0) -> None:
+        rng = np.random.default_rng(seed)
+        self.name, self.labels = "fake digits", rng.integers(0, 10, n)
+        self.probabilities = rng.dirichlet(np.ones(10), n)
+        self.predictions = self.probabilities.argmax(axis=1)
+        self.activations = rng.normal(size=(n, 6))
+        self.train_labels = self.labels[:10]
+        self.accuracy = float(np.mean(self.predictions == self.labels))
+
+    def __len__(self) -> int:
+        return int(self.labels.size)

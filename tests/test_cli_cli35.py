@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from synthetic import run_cli
+from synthetic import FakeDigits, run_cli
 
 
 def _pile(tmp_path: Path) -> tuple[Path, Path]:
@@ -121,23 +121,6 @@ def test_did_you_mean_prefers_the_same_name_in_another_case() -> None:
     assert did_you_mean("zzz", ["id"]) == ""
 
 
-class _FakeDigits:
-    """A stand-in for the demo's trained CNN and pile (training takes 7 s): random
-    probabilities over 10 classes for the demo's 899 rows, drawn from ``seed``."""
-
-    def __init__(self, n: int, seed: int) -> None:
-        rng = np.random.default_rng(seed)
-        self.name, self.labels = "fake digits", rng.integers(0, 10, n)
-        self.probabilities = rng.dirichlet(np.ones(10), n)
-        self.predictions = self.probabilities.argmax(axis=1)
-        self.activations = rng.normal(size=(n, 6))
-        self.train_labels = self.labels[:10]
-        self.accuracy = float(np.mean(self.predictions == self.labels))
-
-    def __len__(self) -> int:
-        return int(self.labels.size)
-
-
 def _rows(sel: Path) -> int:
     return len((sel / "to_label.csv").read_text().splitlines()) - 1
 
@@ -159,7 +142,7 @@ def test_the_demo_refuses_to_overwrite_work_done_in_its_directory(
     from labelwise.io import file_digest
 
     n = demo._pile_size()
-    monkeypatch.setattr(digits, "digits_context", lambda *a, seed, **k: _FakeDigits(n, seed))
+    monkeypatch.setattr(digits, "digits_context", lambda *a, seed, **k: FakeDigits(n, seed))
     monkeypatch.setattr(demo, "pyplot", lambda: None)  # no spread.png: as without matplotlib
     d = tmp_path / "my demo"
     argv = ["demo", "--budget", "20", "--repeats", "2", "--out", d]

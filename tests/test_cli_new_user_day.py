@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from labelwise.registry import rank_instead
-from synthetic import interrupt_while_importing, run_cli
+from synthetic import FakeDigits, interrupt_while_importing, run_cli
 
 
 def _identity_classifier(tmp_path: Path, predictions: list[int]) -> tuple[Path, Path]:
@@ -794,23 +794,6 @@ def test_rank_of_a_capture_directory_suggests_a_ranking_selection(
     assert "sds: 15 rows selected" in out
 
 
-class _FakeDigits:
-    """A stand-in for the demo's trained CNN and pile (training takes 7 s): random
-    probabilities over 10 classes for the demo's 899 rows."""
-
-    def __init__(self, n: int) -> None:
-        rng = np.random.default_rng(0)
-        self.name, self.labels = "fake digits", rng.integers(0, 10, n)
-        self.probabilities = rng.dirichlet(np.ones(10), n)
-        self.predictions = self.probabilities.argmax(axis=1)
-        self.activations = rng.normal(size=(n, 6))
-        self.train_labels = self.labels[:10]
-        self.accuracy = float(np.mean(self.predictions == self.labels))
-
-    def __len__(self) -> int:
-        return int(self.labels.size)
-
-
 def test_ctrl_c_during_the_demo_says_what_it_left(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -824,7 +807,7 @@ def test_ctrl_c_during_the_demo_says_what_it_left(
     import labelwise.experiments.digits as digits
     from labelwise.io import shell_arg
 
-    fake = _FakeDigits(demo._pile_size())
+    fake = FakeDigits(demo._pile_size())
     monkeypatch.setattr(digits, "digits_context", lambda *a, **k: fake)
 
     def ctrl_c(*args: Any, **kwargs: Any) -> Any:
