@@ -7,6 +7,7 @@ import json
 import shutil
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -141,6 +142,31 @@ def test_the_labelling_api_refuses_a_class_name_that_is_another_class_number(
         served.stop()
 
 
+def _channels_last_model(torch: Any) -> Any:
+    """A model of (rows, 8, 8, 3) images: its forward permutes NHWC to NCHW, then a 3 -> 2
+    channel conv and a Linear(72, 2)."""
+
+    class ChannelsLast(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 2, 3)
+            self.fc = torch.nn.Linear(72, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:  # TorchScript reads the types
+            return self.fc(torch.relu(self.conv(x.permute(0, 3, 1, 2))).flatten(1))
+
+    return ChannelsLast()
+
+
+def _channel_layouts(tmp_path: Path) -> np.random.Generator:
+    """chw.npy and hwc.npy in ``tmp_path``: 6 random images, channels first and last; the
+    generator that drew them."""
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "chw.npy", rng.normal(size=(6, 3, 8, 8)).astype(np.float32))
+    np.save(tmp_path / "hwc.npy", rng.normal(size=(6, 8, 8, 3)).astype(np.float32))
+    return rng
+
+
 def test_rows_in_the_other_channel_layout_say_how_to_move_the_axis(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -151,23 +177,12 @@ def test_rows_in_the_other_channel_layout_say_how_to_move_the_axis(
     now says which way the channel axis goes and how to move it."""
     torch = pytest.importorskip("torch")
 
-    class ChannelsLast(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.conv = torch.nn.Conv2d(3, 2, 3)
-            self.fc = torch.nn.Linear(72, 2)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.fc(torch.relu(self.conv(x.permute(0, 3, 1, 2))).flatten(1))
-
     first = torch.nn.Sequential(
         torch.nn.Conv2d(3, 2, 3), torch.nn.Flatten(), torch.nn.Linear(72, 2)
     )
-    rng = np.random.default_rng(0)
-    np.save(tmp_path / "chw.npy", rng.normal(size=(6, 3, 8, 8)).astype(np.float32))
-    np.save(tmp_path / "hwc.npy", rng.normal(size=(6, 8, 8, 3)).astype(np.float32))
+    _channel_layouts(tmp_path)
     for net, wrong, right, said in (
-        (ChannelsLast(), "chw", "hwc", "the model's forward rearranges its input"),
+        (_channels_last_model(torch), "chw", "hwc", "the model's forward rearranges its input"),
         (first, "hwc", "chw", "the rows look channels last (8, 8, 3)"),
     ):
         with warnings.catch_warnings():
@@ -402,24 +417,13 @@ def test_an_onnx_model_taking_the_other_channel_layout_says_how_to_move_the_axis
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
 
-    class ChannelsLast(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.conv = torch.nn.Conv2d(3, 2, 3)
-            self.fc = torch.nn.Linear(72, 2)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.fc(torch.relu(self.conv(x.permute(0, 3, 1, 2))).flatten(1))
-
     first = torch.nn.Sequential(
         torch.nn.Conv2d(3, 2, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(72, 2)
     )
-    rng = np.random.default_rng(0)
-    np.save(tmp_path / "chw.npy", rng.normal(size=(6, 3, 8, 8)).astype(np.float32))
-    np.save(tmp_path / "hwc.npy", rng.normal(size=(6, 8, 8, 3)).astype(np.float32))
+    rng = _channel_layouts(tmp_path)
     np.save(tmp_path / "flat.npy", rng.normal(size=(6, 5)).astype(np.float32))
     for name, net, example in (
-        ("last", ChannelsLast(), (1, 8, 8, 3)),
+        ("last", _channels_last_model(torch), (1, 8, 8, 3)),
         ("first", first, (1, 3, 8, 8)),
     ):
         with warnings.catch_warnings():
